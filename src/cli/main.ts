@@ -1,0 +1,173 @@
+#!/usr/bin/env node
+import { promises as nodeFs } from 'node:fs';
+import { Command, Option } from 'commander';
+import { ConfigError, loadConfig, type ConfigOverrides } from '../config.js';
+import { validateOrgId, createOrganization } from '../domain/orgs.js';
+import { createKey, revokeKey } from '../domain/keys.js';
+import { OrgNotFound } from '../domain/errors.js';
+import { isKnowledgeError } from '../errors.js';
+import { startServer } from '../http/server.js';
+import { createLogger } from '../log.js';
+import type { FsPromises } from '../storage/fs.js';
+import { KeyStore } from '../storage/keyStore.js';
+import { OrgStore } from '../storage/orgStore.js';
+import { verifyRepository } from '../storage/verify.js';
+
+/**
+ * `knowledge-store`: the server and the admin commands (contract §1). Results
+ * go to stdout (`--json` for machines), errors to stderr, exit 0 on success.
+ * The commands share the data directory with a running server safely: keys
+ * change under the key file's lock, organizations appear by atomic rename.
+ */
+const fs = nodeFs as unknown as FsPromises;
+
+interface Common {
+  dataDir?: string;
+  json?: boolean;
+}
+
+function stores(opts: Common): { orgs: OrgStore; keys: KeyStore; dataDir: string } {
+  const config = loadConfig(process.env, { dataDir: opts.dataDir, logLevel: 'warn' });
+  const logger = createLogger({ level: 'warn' });
+  return {
+    orgs: new OrgStore({ fs, dataDir: config.dataDir, logger }),
+    keys: new KeyStore({ fs, dataDir: config.dataDir, logger }),
+    dataDir: config.dataDir,
+  };
+}
+
+const print = (opts: Common, text: string, json: unknown): void => {
+  process.stdout.write(`${opts.json ? JSON.stringify(json, null, 2) : text}\n`);
+};
+
+const dataDirOption = (): Option => new Option('--data-dir <dir>', 'data directory (default: $KNOWLEDGE_DATA_DIR or ./data)');
+const jsonOption = (): Option => new Option('--json', 'print machine-readable JSON');
+
+export function buildProgram(): Command {
+  const program = new Command('knowledge-store')
+    .description('A git-backed knowledge store: one bare git repository per organization.')
+    .showHelpAfterError();
+
+  program
+    .command('serve')
+    .description('serve the API (what `npm start` does)')
+    .option('--port <n>', 'port (default: $PORT or 3000)')
+    .option('--host <h>', 'address to listen on (default: $HOST or 127.0.0.1)')
+    .addOption(dataDirOption())
+    .option('--max-content-bytes <n>', 'largest item content in bytes (default: $KNOWLEDGE_MAX_CONTENT_BYTES or 1048576)')
+    .option('--log-level <level>', 'error, warn, info or debug (default: $LOG_LEVEL or info)')
+    .action(async (opts: ConfigOverrides) => {
+      const config = loadConfig(process.env, opts);
+      const logger = createLogger({ level: config.logLevel });
+      const server = await startServer({ config, logger });
+      process.stdout.write(`Knowledge store listening on ${server.url} (data: ${config.dataDir})\n`);
+      const stop = (signal: string): void => {
+        logger.info('shutting down', { signal });
+        server.close().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            logger.error('shutdown failed', { error: String(err) });
+            process.exit(1);
+          },
+        );
+      };
+      process.once('SIGINT', () => stop('SIGINT'));
+      process.once('SIGTERM', () => stop('SIGTERM'));
+    });
+
+  const org = program.command('org').description('organizations');
+  org
+    .command('create <orgId>')
+    .description('create an organization and print its first admin key')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (orgId: string, opts: Common) => {
+      const { orgs, keys } = stores(opts);
+      const created = await createOrganization({ orgs, keys, orgId });
+      print(opts, created.secret, { orgId: created.orgId, keyId: created.keyId, key: created.secret });
+    });
+
+  const key = program.command('key').description('API keys');
+  key
+    .command('create')
+    .description('create an API key and print it (shown once)')
+    .requiredOption('--org <orgId>', 'organization')
+    .requiredOption('--role <role>', 'reader, writer or admin')
+    .option('--name <name>', 'a name for the key (git author of its changes)')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (opts: Common & { org: string; role: string; name?: string }) => {
+      const { orgs, keys } = stores(opts);
+      const orgId = validateOrgId(opts.org);
+      if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
+      const created = await createKey({ keys, orgId, role: opts.role, name: opts.name ?? opts.role });
+      print(opts, created.secret, { keyId: created.key.id, orgId, role: created.key.role, name: created.key.name, key: created.secret });
+    });
+  key
+    .command('list')
+    .description('list the keys of an organization (never their secrets)')
+    .requiredOption('--org <orgId>', 'organization')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (opts: Common & { org: string }) => {
+      const { orgs, keys } = stores(opts);
+      const orgId = validateOrgId(opts.org);
+      if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
+      const list = (await keys.list(orgId)).map(({ hash: _hash, ...k }) => k);
+      const rows = list.map((k) =>
+        [k.id, k.name, k.role, k.createdAt, k.lastUsedAt ?? 'never', k.revokedAt ? `revoked ${k.revokedAt}` : 'active'].join('\t'),
+      );
+      print(opts, ['ID\tNAME\tROLE\tCREATED\tLAST USED\tSTATUS', ...rows].join('\n'), list);
+    });
+  key
+    .command('revoke <keyId>')
+    .description('revoke a key; it is refused from its next request on')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (keyId: string, opts: Common) => {
+      const { keys } = stores(opts);
+      const revoked = await revokeKey({ keys, keyId });
+      print(opts, `Revoked ${revoked.id} (${revoked.name}, organization ${revoked.orgId})`, { keyId: revoked.id, revokedAt: revoked.revokedAt });
+    });
+
+  program
+    .command('verify')
+    .description('check every repository: git fsck --strict, and that records and tree agree')
+    .option('--org <orgId>', 'only this organization')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (opts: Common & { org?: string }) => {
+      const { orgs } = stores(opts);
+      const ids = opts.org ? [validateOrgId(opts.org)] : await orgs.list();
+      const reports = [];
+      for (const orgId of ids) {
+        if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
+        if (!opts.json) process.stderr.write(`Checking ${orgId}...\n`);
+        reports.push(await verifyRepository({ fs, gitdir: orgs.gitdirOf(orgId), orgId }));
+      }
+      const lines = reports.map((r) =>
+        r.problems.length === 0
+          ? `${r.orgId}: OK (${r.items} items, ${r.trashed} in trash, head ${r.head?.slice(0, 12) ?? 'none'})`
+          : [`${r.orgId}: ${r.problems.length} problem(s)`, ...r.problems.map((p) => `  - ${p}`)].join('\n'),
+      );
+      print(opts, lines.join('\n') || 'No organizations.', reports);
+      if (reports.some((r) => r.problems.length > 0)) process.exitCode = 1;
+    });
+
+  return program;
+}
+
+async function main(): Promise<void> {
+  try {
+    await buildProgram().parseAsync(process.argv);
+  } catch (err) {
+    const message = isKnowledgeError(err) || err instanceof ConfigError ? err.message : err instanceof Error ? err.message : String(err);
+    process.stderr.write(`knowledge-store: ${message}\n`);
+    if (!isKnowledgeError(err) && !(err instanceof ConfigError) && err instanceof Error && process.env.LOG_LEVEL === 'debug') {
+      process.stderr.write(`${err.stack ?? ''}\n`);
+    }
+    process.exit(1);
+  }
+}
+
+await main();

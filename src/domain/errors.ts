@@ -1,0 +1,66 @@
+import { KnowledgeError } from '../errors.js';
+import type { Permission } from './permissions.js';
+
+/** The item is absent, soft-deleted, or hidden from the caller's role. */
+export class ItemNotFound extends KnowledgeError<{ path: string }> {
+  constructor(data: { path: string }) {
+    super('ITEM_NOT_FOUND', `No item at ${data.path}`, data);
+  }
+}
+
+/** A soft-deleted item occupies the path (the specification's 409). */
+export class ItemInTrash extends KnowledgeError<{ path: string }> {
+  constructor(data: { path: string }) {
+    super('ITEM_IN_TRASH', `A deleted item occupies ${data.path}`, data);
+  }
+}
+
+/** An item where a folder is needed, or a folder where an item is needed. */
+export class PathConflict extends KnowledgeError<{ path: string; conflictsWith: string; reason: string }> {
+  constructor(data: { path: string; conflictsWith: string; reason: string }) {
+    super('PATH_CONFLICT', data.reason, data);
+  }
+}
+
+export class InvalidPath extends KnowledgeError<{ path: string; rule: string }> {
+  constructor(data: { path: string; rule: string }) {
+    super('INVALID_PATH', `Invalid path: ${data.rule}`, data);
+  }
+}
+
+export class Forbidden extends KnowledgeError<{ permission: Permission }> {
+  constructor(data: { permission: Permission }) {
+    super('FORBIDDEN', `Forbidden — requires ${data.permission} permission`, data);
+  }
+}
+
+export class PreconditionFailed extends KnowledgeError<{ path: string; reason: 'changed' | 'exists' }> {
+  constructor(data: { path: string; reason: 'changed' | 'exists' }) {
+    super('PRECONDITION_FAILED', `Precondition failed for ${data.path}: ${data.reason}`, data);
+  }
+}
+
+export class ContentTooLarge extends KnowledgeError<{ bytes: number; limit: number }> {
+  constructor(data: { bytes: number; limit: number }) {
+    super('CONTENT_TOO_LARGE', `Content is ${data.bytes} bytes; the limit is ${data.limit}`, data);
+  }
+}
+
+/** Bad input that is not a path: a field, a query parameter, an id. */
+export class InvalidInput extends KnowledgeError<{ reason: string }> {
+  constructor(data: { reason: string }) {
+    super('INVALID_INPUT', data.reason, data);
+  }
+}
+
+export class OrgNotFound extends KnowledgeError<{ orgId: string }> {
+  constructor(data: { orgId: string }) {
+    super('ORG_NOT_FOUND', `Organization "${data.orgId}" does not exist`, data);
+  }
+}
+
+export class KeyNotFound extends KnowledgeError<{ keyId: string }> {
+  constructor(data: { keyId: string }) {
+    super('KEY_NOT_FOUND', `No API key with id ${data.keyId}`, data);
+  }
+}

@@ -1,0 +1,240 @@
+import { randomUUID } from 'node:crypto';
+import { mapLimit } from '../storage/durable.js';
+import { versionTag, type IndexEntry } from '../storage/itemIndex.js';
+import type { ItemRecord } from '../storage/itemRecord.js';
+import type { OrgRepo, RepoView, WriteIntent } from '../storage/orgRepo.js';
+import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemNotFound, PathConflict, PreconditionFailed } from './errors.js';
+import type { Actor } from './keys.js';
+import { ancestorFolders, validateFolderPrefix, validatePath } from './paths.js';
+import {
+  can,
+  highest,
+  READ_REQUIREMENTS,
+  resolveRequirement,
+  WRITE_REQUIREMENTS,
+  type Permission,
+  type PermissionRequirement,
+} from './permissions.js';
+
+/** An item as the domain hands it out: the record, the content when asked for, and its version tag. */
+export interface ItemView {
+  record: ItemRecord;
+  content?: string;
+  etag: string;
+}
+
+/** An entity-tag condition as parsed from If-Match / If-None-Match: any version, or one of these. */
+export type TagCondition = '*' | readonly string[];
+
+export const MAX_MESSAGE_LENGTH = 1000;
+export const MAX_LIST_LIMIT = 1000;
+
+export function requireRole(actor: Actor, permission: Permission): void {
+  if (!can(actor.role, permission)) throw new Forbidden({ permission });
+}
+
+function requirement(entry: IndexEntry, kind: 'read' | 'write'): Permission {
+  const value = kind === 'read' ? entry.record.requiredReadPermission : entry.record.requiredWritePermission;
+  return resolveRequirement({ requirement: value as PermissionRequirement, path: entry.record.path, kind });
+}
+
+/** A live item the role may read; anything else is absent for this role (contract §2). */
+function readable(actor: Actor, entry: IndexEntry | undefined): entry is IndexEntry {
+  return entry !== undefined && entry.record.deletedAt === null && can(actor.role, requirement(entry, 'read'));
+}
+
+async function view(repo: OrgRepo, entry: IndexEntry, withContent: boolean): Promise<ItemView> {
+  const out: ItemView = { record: entry.record, etag: versionTag(entry) };
+  if (withContent) out.content = await repo.readContent(entry);
+  return out;
+}
+
+export function encodeCursor(path: string): string {
+  return Buffer.from(path, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): string {
+  const path = Buffer.from(cursor, 'base64url').toString('utf8');
+  try {
+    return validatePath(path);
+  } catch {
+    throw new InvalidInput({ reason: 'Invalid cursor' });
+  }
+}
+
+/** Every item the role may read, in path order; a page of them when `limit` is given. */
+export async function listItems(args: {
+  repo: OrgRepo;
+  actor: Actor;
+  prefix?: string;
+  limit?: number;
+  cursor?: string;
+  withContent?: boolean;
+}): Promise<{ items: ItemView[]; nextCursor?: string | null }> {
+  const { repo, actor, limit, withContent = true } = args;
+  requireRole(actor, 'knowledge:read');
+  const prefix = args.prefix === undefined ? undefined : validateFolderPrefix(args.prefix);
+  const after = args.cursor === undefined ? undefined : decodeCursor(args.cursor);
+  const entries: IndexEntry[] = [];
+  let more = false;
+  for (const entry of repo.entries({ prefix, after })) {
+    if (!readable(actor, entry)) continue;
+    if (limit !== undefined && entries.length === limit) {
+      more = true;
+      break;
+    }
+    entries.push(entry);
+  }
+  const items = await mapLimit(entries, 16, (e) => view(repo, e, withContent));
+  if (limit === undefined) return { items };
+  const last = entries[entries.length - 1];
+  return { items, nextCursor: more && last ? encodeCursor(last.record.path) : null };
+}
+
+export async function getItem(args: { repo: OrgRepo; actor: Actor; path: string }): Promise<ItemView> {
+  const { repo, actor } = args;
+  requireRole(actor, 'knowledge:read');
+  const path = validatePath(args.path);
+  const entry = repo.get(path);
+  if (!readable(actor, entry)) throw new ItemNotFound({ path });
+  return view(repo, entry, true);
+}
+
+export interface PutItemInput {
+  repo: OrgRepo;
+  actor: Actor;
+  path: string;
+  content: string;
+  message?: string;
+  requiredReadPermission?: string;
+  requiredWritePermission?: string;
+  ifMatch?: TagCondition;
+  ifNoneMatch?: TagCondition;
+  maxContentBytes: number;
+}
+
+/** Creates the item or updates it; each change is one commit, an identical PUT none. */
+export async function putItem(input: PutItemInput): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
+  const { repo, actor, content } = input;
+  requireRole(actor, 'knowledge:write');
+  const path = validatePath(input.path);
+  const bytes = Buffer.byteLength(content, 'utf8');
+  if (bytes > input.maxContentBytes) throw new ContentTooLarge({ bytes, limit: input.maxContentBytes });
+  if (!content.isWellFormed()) throw new InvalidInput({ reason: 'content must be valid Unicode (it has a lone surrogate)' });
+  const message = input.message === undefined ? undefined : validateMessage(input.message);
+  const read = checkRequirement('requiredReadPermission', input.requiredReadPermission, READ_REQUIREMENTS);
+  const write = checkRequirement('requiredWritePermission', input.requiredWritePermission, WRITE_REQUIREMENTS);
+  if (read !== undefined || write !== undefined) requireRole(actor, 'knowledge:admin');
+
+  let created = false;
+  let unchanged: IndexEntry | undefined;
+  const result = await repo.write((v) => {
+    const current = v.get(path);
+    const when = new Date();
+    const author = { name: actor.keyName, email: actor.keyId };
+    if (!current) {
+      checkNoConflict(v, path);
+      if (input.ifMatch !== undefined) throw new PreconditionFailed({ path, reason: 'changed' });
+      const at = when.toISOString();
+      const record: ItemRecord = {
+        id: randomUUID(),
+        path,
+        ...TEXT_ITEM,
+        requiredReadPermission: read ?? 'inherit',
+        requiredWritePermission: write ?? 'inherit',
+        createdAt: at,
+        createdBy: actor.keyId,
+        updatedAt: at,
+        updatedBy: actor.keyId,
+        deletedAt: null,
+        deletedBy: null,
+      };
+      created = true;
+      return intent({ mutation: 'put', path, record, content, action: 'create', summary: message ?? `Create ${path}`, author, when });
+    }
+    if (current.record.deletedAt !== null) throw new ItemInTrash({ path });
+    // Changing an item needs its write requirement, and seeing it first: a role never overwrites what it cannot read.
+    const needed = highest(requirement(current, 'read'), requirement(current, 'write'));
+    if (!can(actor.role, needed)) throw new Forbidden({ permission: needed });
+    const tag = versionTag(current);
+    if (input.ifNoneMatch !== undefined && matches(input.ifNoneMatch, tag)) throw new PreconditionFailed({ path, reason: 'exists' });
+    if (input.ifMatch !== undefined && !matches(input.ifMatch, tag)) throw new PreconditionFailed({ path, reason: 'changed' });
+    const sameContent = v.contentMatches(current, content) && current.record.itemType === 'text';
+    const nextRead = read ?? current.record.requiredReadPermission;
+    const nextWrite = write ?? current.record.requiredWritePermission;
+    const samePermissions = nextRead === current.record.requiredReadPermission && nextWrite === current.record.requiredWritePermission;
+    if (sameContent && samePermissions) {
+      unchanged = current;
+      return null;
+    }
+    const record: ItemRecord = {
+      ...current.record,
+      ...TEXT_ITEM,
+      requiredReadPermission: nextRead,
+      requiredWritePermission: nextWrite,
+      updatedAt: when.toISOString(),
+      updatedBy: actor.keyId,
+    };
+    const action = sameContent ? 'permissions' : 'update';
+    const summary = message ?? (sameContent ? `Change permissions of ${path}` : `Update ${path}`);
+    return intent({ mutation: 'put', path, record, content, action, summary, author, when });
+  });
+  const entry = result.entry ?? unchanged;
+  if (!entry) throw new Error('write finished without an entry');
+  return { item: await view(repo, entry, true), created, commitId: result.commitId };
+}
+
+/** Soft delete: the content moves under `.trash/`, the record keeps who and when. */
+export async function deleteItem(args: { repo: OrgRepo; actor: Actor; path: string }): Promise<{ commitId: string }> {
+  const { repo, actor } = args;
+  requireRole(actor, 'knowledge:admin');
+  const path = validatePath(args.path);
+  const result = await repo.write((v) => {
+    const current = v.get(path);
+    if (!readable(actor, current)) throw new ItemNotFound({ path });
+    const when = new Date();
+    const record: ItemRecord = { ...current.record, deletedAt: when.toISOString(), deletedBy: actor.keyId };
+    const author = { name: actor.keyName, email: actor.keyId };
+    return intent({ mutation: 'trash', path, record, action: 'delete', summary: `Delete ${path}`, author, when });
+  });
+  if (!result.commitId) throw new Error('delete made no commit');
+  return { commitId: result.commitId };
+}
+
+const TEXT_ITEM = { itemType: 'text', fileKey: null, fileName: null, contentType: null, fileSize: null } as const;
+
+const intent = (i: WriteIntent): WriteIntent => i;
+
+function matches(condition: TagCondition, tag: string): boolean {
+  return condition === '*' || condition.includes(tag);
+}
+
+/** An item cannot sit where a folder is, nor under an item (git has one entry per name). */
+function checkNoConflict(v: RepoView, path: string): void {
+  for (const folder of ancestorFolders(path)) {
+    if (v.get(folder)) {
+      throw new PathConflict({ path, conflictsWith: folder, reason: `Path conflict: "${folder}" is an item, not a folder` });
+    }
+  }
+  if (v.hasEntriesUnder(path)) {
+    throw new PathConflict({ path, conflictsWith: path, reason: `Path conflict: "${path}" is a folder of other items` });
+  }
+}
+
+function validateMessage(message: string): string {
+  if (message.trim().length === 0) throw new InvalidInput({ reason: 'message must not be empty' });
+  if (message.length > MAX_MESSAGE_LENGTH) throw new InvalidInput({ reason: `message must be at most ${MAX_MESSAGE_LENGTH} characters` });
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(message) || !message.isWellFormed()) {
+    throw new InvalidInput({ reason: 'message must not contain control characters' });
+  }
+  return message;
+}
+
+function checkRequirement(field: string, value: string | undefined, allowed: readonly PermissionRequirement[]): string | undefined {
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new InvalidInput({ reason: `${field} must be one of ${allowed.join(', ')}` });
+  }
+  return value;
+}

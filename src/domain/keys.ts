@@ -1,0 +1,87 @@
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { KeyRecord, KeyStore } from '../storage/keyStore.js';
+import { InvalidInput, KeyNotFound } from './errors.js';
+import { isRole, type Role } from './permissions.js';
+
+/** Who is calling: resolved from an API key, handed to every domain operation. */
+export interface Actor {
+  keyId: string;
+  keyName: string;
+  orgId: string;
+  role: Role;
+}
+
+export const KEY_PREFIX = 'ks_';
+/** 32 random bytes: 256 bits (contract §2), base64url. */
+const SECRET_BYTES = 32;
+const SECRET_SHAPE = /^ks_[A-Za-z0-9_-]{43}$/;
+
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/** Key names become git author names: no angle brackets, no control characters (fsck --strict). */
+export function validateKeyName(name: string): string {
+  if (name.length < 1 || name.length > 100) throw new InvalidInput({ reason: 'Key name must be 1 to 100 characters' });
+  // eslint-disable-next-line no-control-regex
+  if (/[<>\u0000-\u001f\u007f]/.test(name) || name.trim() !== name) {
+    throw new InvalidInput({ reason: 'Key name must not contain "<", ">", control characters, or leading/trailing spaces' });
+  }
+  return name;
+}
+
+export function validateRole(role: string): Role {
+  if (!isRole(role)) throw new InvalidInput({ reason: `Unknown role "${role}": use reader, writer or admin` });
+  return role;
+}
+
+/** Creates a key; the secret is returned here once and never stored. */
+export async function createKey(args: {
+  keys: KeyStore;
+  orgId: string;
+  role: string;
+  name: string;
+  now?: Date;
+}): Promise<{ key: KeyRecord; secret: string }> {
+  const role = validateRole(args.role);
+  const name = validateKeyName(args.name);
+  const secret = `${KEY_PREFIX}${randomBytes(SECRET_BYTES).toString('base64url')}`;
+  const key: KeyRecord = {
+    id: `key_${randomUUID().replace(/-/g, '').slice(0, 16)}`,
+    orgId: args.orgId,
+    name,
+    role,
+    hash: hashSecret(secret),
+    createdAt: (args.now ?? new Date()).toISOString(),
+    revokedAt: null,
+    lastUsedAt: null,
+  };
+  await args.keys.add(key);
+  return { key, secret };
+}
+
+export async function revokeKey(args: { keys: KeyStore; keyId: string; orgId?: string; now?: Date }): Promise<KeyRecord> {
+  const existing = await args.keys.get(args.keyId);
+  if (!existing || (args.orgId !== undefined && existing.orgId !== args.orgId)) throw new KeyNotFound({ keyId: args.keyId });
+  const at = (args.now ?? new Date()).toISOString();
+  const revoked = await args.keys.update(args.keyId, (k) => {
+    k.revokedAt ??= at;
+  });
+  if (!revoked) throw new KeyNotFound({ keyId: args.keyId });
+  return revoked;
+}
+
+/**
+ * The actor for a presented secret, or null for a missing, malformed, unknown or
+ * revoked key. The lookup is by hash; the final comparison is constant-time.
+ */
+export async function authenticate(args: { keys: KeyStore; secret: string | undefined; now?: Date }): Promise<Actor | null> {
+  const { keys, secret } = args;
+  if (!secret || !SECRET_SHAPE.test(secret)) return null;
+  const hash = hashSecret(secret);
+  const key = await keys.findByHash(hash);
+  if (!key || key.revokedAt !== null || !isRole(key.role)) return null;
+  if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
+  keys.noteUsed(key.id, args.now ?? new Date());
+  return { keyId: key.id, keyName: key.name, orgId: key.orgId, role: key.role };
+}

@@ -1,0 +1,32 @@
+import Koa from 'koa';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import type { KeyStore } from '../storage/keyStore.js';
+import type { OrgStore } from '../storage/orgStore.js';
+import { requireApiKey } from './middleware/auth.js';
+import { errorEnvelope } from './middleware/errors.js';
+import { requestContext } from './middleware/requestContext.js';
+import { itemRoutes } from './routes/items.js';
+import type { AppState } from './state.js';
+
+export interface AppDeps {
+  config: Pick<Config, 'maxContentBytes'>;
+  orgs: OrgStore;
+  keys: KeyStore;
+  logger: Logger;
+}
+
+/** The Koa application: request context -> error envelope -> API key -> routes. No globals; everything passed in. */
+export function createApp(deps: AppDeps): Koa<AppState> {
+  const app = new Koa<AppState>();
+  app.silent = true; // faults are logged once, by the error envelope, with their request id
+  const auth = requireApiKey(deps);
+  const items = itemRoutes({ maxContentBytes: deps.config.maxContentBytes });
+
+  app.use(requestContext(deps.logger));
+  app.use(errorEnvelope(deps.logger));
+  app.use(async (ctx, next) => (ctx.path === '/api' || ctx.path.startsWith('/api/') ? auth(ctx, next) : next()));
+  app.use(items.routes());
+  app.use(items.allowedMethods({ throw: true }));
+  return app;
+}

@@ -1,0 +1,77 @@
+import { errnoCode, isKnowledgeError, type KnowledgeError } from '../errors.js';
+
+/**
+ * The one place where errors become HTTP statuses and client messages
+ * (design.md, Style 3). Messages the specification fixes are written out
+ * here character for character; others come from the error itself.
+ */
+export interface ErrorResponse {
+  status: number;
+  message: string;
+  headers?: Record<string, string>;
+  /** True for faults of ours (5xx): logged with the request id. */
+  fault: boolean;
+}
+
+type Row = (err: KnowledgeError) => Omit<ErrorResponse, 'fault'>;
+
+const TABLE: Record<string, Row> = {
+  UNAUTHORIZED: () => ({ status: 401, message: 'Invalid API key' }),
+  FORBIDDEN: (err) => ({ status: 403, message: err.message }),
+  ITEM_NOT_FOUND: () => ({ status: 404, message: 'Knowledge item not found' }),
+  ROUTE_NOT_FOUND: () => ({ status: 404, message: 'Not found' }),
+  KEY_NOT_FOUND: () => ({ status: 404, message: 'API key not found' }),
+  ITEM_IN_TRASH: () => ({
+    status: 409,
+    message: 'A deleted item exists at this path — restore it first or use a different path',
+  }),
+  PATH_CONFLICT: (err) => ({ status: 409, message: err.message }),
+  ORG_EXISTS: (err) => ({ status: 409, message: err.message }),
+  INVALID_PATH: (err) => ({ status: 400, message: err.message }),
+  INVALID_INPUT: (err) => ({ status: 400, message: err.message }),
+  MALFORMED_BODY: (err) => ({ status: 400, message: err.message }),
+  PRECONDITION_FAILED: (err) => ({
+    status: 412,
+    message: err.data.reason === 'exists' ? 'Precondition failed: the item already exists' : 'Precondition failed: the item has changed',
+  }),
+  CONTENT_TOO_LARGE: () => ({ status: 413, message: 'Content too large' }),
+  UNSUPPORTED_MEDIA_TYPE: () => ({ status: 415, message: 'Content-Type must be application/json' }),
+  LOCK_TIMEOUT: () => ({ status: 503, message: 'The store is busy; try again', headers: { 'Retry-After': '1' } }),
+  REF_CONFLICT: () => ({ status: 503, message: 'The repository changed during the request; try again', headers: { 'Retry-After': '1' } }),
+};
+
+/** Errors thrown by Koa's own stack (body parsing, routing) carry a status and a `type`. */
+interface HttpishError {
+  status?: unknown;
+  type?: unknown;
+  expose?: unknown;
+}
+
+export function toErrorResponse(err: unknown): ErrorResponse {
+  if (isKnowledgeError(err)) {
+    const row = TABLE[err.code];
+    if (row) return { ...row(err), fault: false };
+  }
+  const system = errnoCode(err);
+  if (system === 'ENOSPC' || system === 'EDQUOT') return { status: 507, message: 'Insufficient storage', fault: true };
+  const { status, type, expose } = (typeof err === 'object' && err !== null ? err : {}) as HttpishError;
+  if (typeof status === 'number' && status >= 400 && status < 500 && expose !== false) {
+    switch (type) {
+      case 'entity.too.large':
+        return { status: 413, message: 'Content too large', fault: false };
+      case 'entity.parse.failed':
+      case undefined:
+        if (status === 405) return { status, message: 'Method not allowed', fault: false };
+        if (status === 400) return { status, message: 'Malformed JSON body', fault: false };
+        break;
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        return { status: 415, message: 'Unsupported body encoding', fault: false };
+      case 'request.aborted':
+      case 'request.size.invalid':
+        return { status: 400, message: 'Request body incomplete', fault: false };
+    }
+    return { status, message: 'Bad request', fault: false };
+  }
+  return { status: 500, message: 'Internal server error', fault: true };
+}

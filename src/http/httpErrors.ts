@@ -1,0 +1,26 @@
+import { KnowledgeError } from '../errors.js';
+
+/** Errors that only exist at the HTTP edge; the domain never throws these. */
+export class Unauthorized extends KnowledgeError<Record<string, never>> {
+  constructor() {
+    super('UNAUTHORIZED', 'missing, unknown or revoked API key', {});
+  }
+}
+
+export class RouteNotFound extends KnowledgeError<{ method: string; path: string }> {
+  constructor(data: { method: string; path: string }) {
+    super('ROUTE_NOT_FOUND', `no route for ${data.method} ${data.path}`, data);
+  }
+}
+
+export class UnsupportedMediaType extends KnowledgeError<{ contentType: string }> {
+  constructor(data: { contentType: string }) {
+    super('UNSUPPORTED_MEDIA_TYPE', `body is ${data.contentType || 'not declared'}, not JSON`, data);
+  }
+}
+
+export class MalformedBody extends KnowledgeError<{ reason: string }> {
+  constructor(data: { reason: string }) {
+    super('MALFORMED_BODY', data.reason, data);
+  }
+}

@@ -1,0 +1,28 @@
+import type { Middleware } from 'koa';
+import { authenticate } from '../../domain/keys.js';
+import type { KeyStore } from '../../storage/keyStore.js';
+import type { OrgStore } from '../../storage/orgStore.js';
+import { Unauthorized } from '../httpErrors.js';
+import type { AppState } from '../state.js';
+
+/** `Authorization: Bearer <key>`, or `X-API-Key: <key>` (contract §2). */
+export function presentedKey(authorization: string, apiKeyHeader: string): string | undefined {
+  const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
+  if (bearer) return bearer[1];
+  return apiKeyHeader.trim() || undefined;
+}
+
+/**
+ * Runs before anything else is looked at: a missing, unknown or revoked key is
+ * 401 `Invalid API key` on every API route, known or not (contract §2).
+ */
+export function requireApiKey(deps: { keys: KeyStore; orgs: OrgStore }): Middleware<AppState> {
+  return async (ctx, next) => {
+    const actor = await authenticate({ keys: deps.keys, secret: presentedKey(ctx.get('Authorization'), ctx.get('X-API-Key')) });
+    const repo = actor && (await deps.orgs.get(actor.orgId));
+    if (!actor || !repo) throw new Unauthorized();
+    ctx.state.actor = actor;
+    ctx.state.repo = repo;
+    await next();
+  };
+}

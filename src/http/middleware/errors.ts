@@ -1,0 +1,32 @@
+import type { Middleware } from 'koa';
+import type { Logger } from '../../log.js';
+import { toErrorResponse } from '../errorTable.js';
+import { RouteNotFound } from '../httpErrors.js';
+import type { AppState } from '../state.js';
+
+/**
+ * Every response is a JSON envelope with `success`; every failure is
+ * `{ success: false, error }` with a status from the error table. A fault of
+ * ours is logged with the request id, and the client sees no stack or path.
+ */
+export function errorEnvelope(logger: Logger): Middleware<AppState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.body === undefined && ctx.status === 404) throw new RouteNotFound({ method: ctx.method, path: ctx.path });
+    } catch (err) {
+      const response = toErrorResponse(err);
+      if (response.fault) {
+        logger.error('request failed', {
+          requestId: ctx.state.requestId,
+          method: ctx.method,
+          path: ctx.path,
+          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+        });
+      }
+      ctx.status = response.status;
+      for (const [name, value] of Object.entries(response.headers ?? {})) ctx.set(name, value);
+      ctx.body = { success: false, error: response.message };
+    }
+  };
+}

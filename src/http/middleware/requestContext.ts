@@ -1,0 +1,26 @@
+import { randomUUID } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { Logger } from '../../log.js';
+import type { AppState } from '../state.js';
+
+/** A request id on every response (contract §3), safe defaults on every response, and a debug access log. */
+export function requestContext(logger: Logger): Middleware<AppState> {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    ctx.state.requestId = randomUUID();
+    ctx.set('X-Request-Id', ctx.state.requestId);
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Cache-Control', 'no-store');
+    try {
+      await next();
+    } finally {
+      logger.debug('request', {
+        requestId: ctx.state.requestId,
+        method: ctx.method,
+        path: ctx.path,
+        status: ctx.status,
+        ms: Number(process.hrtime.bigint() - started) / 1e6,
+      });
+    }
+  };
+}

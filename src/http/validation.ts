@@ -1,0 +1,85 @@
+import { Ajv, type ErrorObject, type JSONSchemaType, type ValidateFunction } from 'ajv';
+import { InvalidInput } from '../domain/errors.js';
+import { MAX_LIST_LIMIT } from '../domain/items.js';
+
+/** Request bodies and query strings are checked by ajv schemas before any domain call. */
+const ajv = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: false });
+
+export interface PutItemBody {
+  content: string;
+  message?: string;
+  requiredReadPermission?: string;
+  requiredWritePermission?: string;
+}
+
+const putItemBody: JSONSchemaType<PutItemBody> = {
+  type: 'object',
+  required: ['content'],
+  additionalProperties: false,
+  properties: {
+    content: { type: 'string' },
+    message: { type: 'string', nullable: true },
+    requiredReadPermission: { type: 'string', nullable: true },
+    requiredWritePermission: { type: 'string', nullable: true },
+  },
+};
+
+export interface ListQuery {
+  prefix?: string;
+  limit?: number;
+  cursor?: string;
+  content?: 'true' | 'false';
+}
+
+const listQuery: JSONSchemaType<ListQuery> = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    prefix: { type: 'string', nullable: true, maxLength: 256 },
+    limit: { type: 'integer', nullable: true, minimum: 1, maximum: MAX_LIST_LIMIT },
+    cursor: { type: 'string', nullable: true, maxLength: 512 },
+    content: { type: 'string', nullable: true, enum: ['true', 'false'] },
+  },
+};
+
+const noQuery: JSONSchemaType<Record<string, never>> = { type: 'object', additionalProperties: false, properties: {}, required: [] };
+
+/** Bodies are never coerced: `"content": 5` is an error, not "5". */
+const strictAjv = new Ajv({ allErrors: false, coerceTypes: false });
+const validators = {
+  putItemBody: strictAjv.compile(putItemBody),
+  listQuery: ajv.compile(listQuery),
+  noQuery: ajv.compile(noQuery),
+};
+
+function describe(error: ErrorObject | undefined, what: 'field' | 'query parameter'): string {
+  if (!error) return `Invalid ${what}`;
+  const name = error.instancePath.replace(/^\//, '');
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `Unknown ${what} "${String(error.params.additionalProperty)}"`;
+    case 'required':
+      return `${String(error.params.missingProperty)} is required`;
+    case 'type':
+      return name ? `${name} must be ${what === 'field' ? 'a ' : ''}${String(error.params.type)}` : 'Body must be a JSON object';
+    case 'enum':
+      return `${name} must be one of ${(error.params.allowedValues as unknown[]).join(', ')}`;
+    default:
+      return `${name} ${error.message ?? 'is invalid'}`;
+  }
+}
+
+function check<T>(validate: ValidateFunction<T>, value: unknown, what: 'field' | 'query parameter'): T {
+  if (!validate(value)) throw new InvalidInput({ reason: describe(validate.errors?.[0], what) });
+  return value;
+}
+
+export const validateBody = {
+  putItem: (body: unknown): PutItemBody => check(validators.putItemBody, body, 'field'),
+};
+
+/** Koa's query object may hold arrays for repeated parameters; a copy is validated (and coerced). */
+export const validateQuery = {
+  list: (query: Record<string, unknown>): ListQuery => check(validators.listQuery, { ...query }, 'query parameter'),
+  none: (query: Record<string, unknown>): void => void check(validators.noQuery, { ...query }, 'query parameter'),
+};

@@ -1,0 +1,124 @@
+import type { ItemRecord } from './itemRecord.js';
+
+/** What the hot path needs about one item, live or in the trash: no git read required. */
+export interface IndexEntry {
+  readonly record: ItemRecord;
+  /** The content blob (at the path, or under `.trash/` once deleted). */
+  readonly blobOid: string;
+  /** The sidecar record blob. */
+  readonly recordOid: string;
+}
+
+/** Changes whenever content or record changes: the basis of the HTTP ETag. */
+export function versionTag(entry: IndexEntry): string {
+  return `${entry.blobOid.slice(0, 20)}${entry.recordOid.slice(0, 20)}`;
+}
+
+/** A read-only look at the items, as committed or as a batch in progress will leave them. */
+export interface IndexView {
+  get(path: string): IndexEntry | undefined;
+  /** True when some item (live or trashed) has `folder` among its ancestors. */
+  hasEntriesUnder(folder: string): boolean;
+}
+
+function forEachAncestor(path: string, fn: (folder: string) => void): void {
+  for (let i = path.indexOf('/'); i > 0; i = path.indexOf('/', i + 1)) fn(path.slice(0, i));
+}
+
+/**
+ * path -> entry for every item of an organization, plus the sorted list of
+ * paths for listing and paging (kept sorted on insert: a list never sorts).
+ * Paths are ASCII by the path rules, so `<` is the bytewise order.
+ */
+export class ItemIndex implements IndexView {
+  private readonly entries = new Map<string, IndexEntry>();
+  private readonly folderCounts = new Map<string, number>();
+  private readonly sorted: string[] = [];
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get(path: string): IndexEntry | undefined {
+    return this.entries.get(path);
+  }
+
+  hasEntriesUnder(folder: string): boolean {
+    return this.folderCount(folder) > 0;
+  }
+
+  /** How many items (live or trashed) lie under `folder`, at any depth. */
+  folderCount(folder: string): number {
+    return this.folderCounts.get(folder) ?? 0;
+  }
+
+  set(path: string, entry: IndexEntry | null): void {
+    const had = this.entries.has(path);
+    if (entry) this.entries.set(path, entry);
+    else this.entries.delete(path);
+    if (had === Boolean(entry)) return;
+    const delta = entry ? 1 : -1;
+    forEachAncestor(path, (folder) => {
+      const count = (this.folderCounts.get(folder) ?? 0) + delta;
+      if (count > 0) this.folderCounts.set(folder, count);
+      else this.folderCounts.delete(folder);
+    });
+    const at = lowerBound(this.sorted, path);
+    if (entry) this.sorted.splice(at, 0, path);
+    else this.sorted.splice(at, 1);
+  }
+
+  /** Entries in path order, starting after `after` (exclusive), limited to paths starting with `prefix`. */
+  *iterate(options: { prefix?: string; after?: string } = {}): Generator<IndexEntry> {
+    const { prefix = '', after } = options;
+    let i = lowerBound(this.sorted, after !== undefined && after >= prefix ? after : prefix);
+    if (after !== undefined && this.sorted[i] === after) i++;
+    for (; i < this.sorted.length; i++) {
+      const path = this.sorted[i] as string;
+      if (!path.startsWith(prefix)) return;
+      yield this.entries.get(path) as IndexEntry;
+    }
+  }
+}
+
+/**
+ * The index as a batch of commits in progress sees it: the committed index
+ * plus the batch's own staged changes. Applied to the index only once the
+ * batch is durable; dropped if the flush fails.
+ */
+export class IndexOverlay implements IndexView {
+  private readonly staged = new Map<string, IndexEntry | null>();
+  private readonly folderDelta = new Map<string, number>();
+
+  constructor(private readonly base: ItemIndex) {}
+
+  get(path: string): IndexEntry | undefined {
+    return this.staged.has(path) ? (this.staged.get(path) ?? undefined) : this.base.get(path);
+  }
+
+  hasEntriesUnder(folder: string): boolean {
+    return this.base.folderCount(folder) + (this.folderDelta.get(folder) ?? 0) > 0;
+  }
+
+  set(path: string, entry: IndexEntry | null): void {
+    const had = this.get(path) !== undefined;
+    this.staged.set(path, entry);
+    if (had === Boolean(entry)) return;
+    forEachAncestor(path, (folder) => this.folderDelta.set(folder, (this.folderDelta.get(folder) ?? 0) + (entry ? 1 : -1)));
+  }
+
+  applyTo(index: ItemIndex): void {
+    for (const [path, entry] of this.staged) index.set(path, entry);
+  }
+}
+
+function lowerBound(sorted: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((sorted[mid] as string) < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -1,0 +1,164 @@
+import { errnoCode } from '../errors.js';
+import type { Logger } from '../log.js';
+import { CorruptStore } from './errors.js';
+import type { FsPromises } from './fs.js';
+import { withLock } from './lockFile.js';
+
+/**
+ * API keys live outside git (design.md, storage rule 8), in `<dataDir>/keys.json`:
+ * only a SHA-256 of each secret is kept, so a clone never carries a key or its
+ * hash. The CLI and the server share the file: every change is made under the
+ * file's O_EXCL lock and lands by rename, and the server notices a changed file
+ * by its inode, size and mtime.
+ */
+export interface KeyRecord {
+  id: string;
+  orgId: string;
+  name: string;
+  role: string;
+  /** Hex SHA-256 of the secret. */
+  hash: string;
+  createdAt: string;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+}
+
+interface KeyFile {
+  version: 1;
+  keys: KeyRecord[];
+}
+
+export class KeyStore {
+  private byHash = new Map<string, KeyRecord>();
+  private byId = new Map<string, KeyRecord>();
+  private stamp: string | null = null;
+  private checkedAt = 0;
+  private readonly used = new Map<string, string>();
+  readonly path: string;
+
+  constructor(
+    private readonly options: {
+      fs: FsPromises;
+      dataDir: string;
+      logger: Logger;
+      /** How stale the in-memory copy may be when a key is found (a revoke by the CLI shows within this). */
+      refreshMs?: number;
+      /** How stale it may be when a key is not found (a key created by the CLI works within this). */
+      missRefreshMs?: number;
+    },
+  ) {
+    this.path = `${options.dataDir}/keys.json`;
+  }
+
+  /** The active or revoked key with this secret hash, as of at most `refreshMs` ago. */
+  async findByHash(hash: string): Promise<KeyRecord | undefined> {
+    const { refreshMs = 250, missRefreshMs = 20 } = this.options;
+    if (Date.now() - this.checkedAt > refreshMs) await this.refresh();
+    let found = this.byHash.get(hash);
+    if (!found && Date.now() - this.checkedAt > missRefreshMs) {
+      await this.refresh();
+      found = this.byHash.get(hash);
+    }
+    return found;
+  }
+
+  async get(keyId: string): Promise<KeyRecord | undefined> {
+    await this.refresh();
+    return this.byId.get(keyId);
+  }
+
+  async list(orgId?: string): Promise<KeyRecord[]> {
+    await this.refresh();
+    return [...this.byId.values()].filter((k) => orgId === undefined || k.orgId === orgId).map((k) => this.withUsage(k));
+  }
+
+  async add(record: KeyRecord): Promise<void> {
+    await this.mutate((file) => {
+      file.keys.push(record);
+    });
+  }
+
+  /** Applies `change` to one key under the lock; returns the key as stored, or undefined when there is none. */
+  async update(keyId: string, change: (key: KeyRecord) => void): Promise<KeyRecord | undefined> {
+    let result: KeyRecord | undefined;
+    await this.mutate((file) => {
+      const key = file.keys.find((k) => k.id === keyId);
+      if (key) {
+        change(key);
+        result = { ...key };
+      }
+    });
+    return result;
+  }
+
+  /** Records a use in memory; `flushUsage` writes it out (never a disk write per request). */
+  noteUsed(keyId: string, at: Date): void {
+    this.used.set(keyId, at.toISOString());
+  }
+
+  async flushUsage(): Promise<void> {
+    if (this.used.size === 0) return;
+    const used = new Map(this.used);
+    await this.mutate((file) => {
+      for (const key of file.keys) {
+        const at = used.get(key.id);
+        if (at && (!key.lastUsedAt || key.lastUsedAt < at)) key.lastUsedAt = at;
+      }
+    });
+    for (const [id, at] of used) if (this.used.get(id) === at) this.used.delete(id);
+  }
+
+  private withUsage(key: KeyRecord): KeyRecord {
+    const at = this.used.get(key.id);
+    return at && (!key.lastUsedAt || key.lastUsedAt < at) ? { ...key, lastUsedAt: at } : { ...key };
+  }
+
+  private async mutate(change: (file: KeyFile) => void): Promise<void> {
+    const { fs, dataDir } = this.options;
+    await fs.mkdir(dataDir, { recursive: true });
+    await withLock(fs, this.path, async (lock) => {
+      const file = await this.readFile();
+      change(file);
+      await lock.commit(`${JSON.stringify(file, null, 2)}\n`);
+      this.install(file, null);
+    });
+    this.stamp = null; // the rename changed the inode: re-stat on next use
+  }
+
+  private async refresh(): Promise<void> {
+    this.checkedAt = Date.now();
+    let stamp: string;
+    try {
+      const s = await this.options.fs.stat(this.path);
+      stamp = `${s.ino}:${s.size}:${s.mtimeMs}`;
+    } catch (err) {
+      if (errnoCode(err) !== 'ENOENT') throw err;
+      stamp = 'missing';
+    }
+    if (stamp === this.stamp) return;
+    this.install(await this.readFile(), stamp);
+  }
+
+  private install(file: KeyFile, stamp: string | null): void {
+    this.byHash = new Map(file.keys.map((k) => [k.hash, k]));
+    this.byId = new Map(file.keys.map((k) => [k.id, k]));
+    this.stamp = stamp;
+  }
+
+  private async readFile(): Promise<KeyFile> {
+    let text: string;
+    try {
+      text = await this.options.fs.readFile(this.path, 'utf8');
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return { version: 1, keys: [] };
+      throw err;
+    }
+    try {
+      const file = JSON.parse(text) as KeyFile;
+      if (file.version !== 1 || !Array.isArray(file.keys)) throw new Error('unknown layout');
+      return file;
+    } catch (err) {
+      throw new CorruptStore({ where: this.path, reason: `cannot read the key file (${String(err)})` });
+    }
+  }
+}

@@ -1,0 +1,97 @@
+import { errnoCode } from '../errors.js';
+import { fsyncDir } from './durable.js';
+import { LockTimeout } from './errors.js';
+import type { FileHandleLike, FsPromises } from './fs.js';
+import { dirname } from 'node:path';
+
+/**
+ * An `O_EXCL` lock file, C git style: whoever creates `<target>.lock` owns the
+ * target; the owner writes the new content into the lock and renames it over
+ * the target (commit) or deletes it (release). A lock older than `staleMs` is
+ * left over from a crash (live writers hold locks for milliseconds) and is
+ * broken, so a restart after SIGKILL needs no manual repair.
+ */
+export interface LockOptions {
+  timeoutMs?: number;
+  staleMs?: number;
+}
+
+export class LockFile {
+  private done = false;
+  private constructor(
+    private readonly fs: FsPromises,
+    readonly path: string,
+    readonly target: string,
+    private readonly handle: FileHandleLike,
+  ) {}
+
+  static async acquire(fs: FsPromises, target: string, options: LockOptions = {}): Promise<LockFile> {
+    const { timeoutMs = 10_000, staleMs = 30_000 } = options;
+    const path = `${target}.lock`;
+    const started = Date.now();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return new LockFile(fs, path, target, await fs.open(path, 'wx', 0o644));
+      } catch (err) {
+        if (errnoCode(err) !== 'EEXIST') throw err;
+      }
+      await breakIfStale(fs, path, staleMs);
+      const waited = Date.now() - started;
+      if (waited >= timeoutMs) throw new LockTimeout({ lockPath: path, waitedMs: waited });
+      await sleep(Math.min(2 ** Math.min(attempt, 6), 50));
+    }
+  }
+
+  /** Writes `data` as the target's new content: fsync, rename over the target, fsync the directory. */
+  async commit(data: Uint8Array | string): Promise<void> {
+    this.assertOpen();
+    try {
+      await this.handle.write(data);
+      await this.handle.sync();
+      await this.handle.close();
+      await this.fs.rename(this.path, this.target);
+      this.done = true;
+    } catch (err) {
+      await this.release();
+      throw err;
+    }
+    await fsyncDir(this.fs, dirname(this.target));
+  }
+
+  async release(): Promise<void> {
+    if (this.done) return;
+    this.done = true;
+    await this.handle.close().catch(() => undefined);
+    await this.fs.unlink(this.path).catch(() => undefined);
+  }
+
+  private assertOpen(): void {
+    if (this.done) throw new Error(`lock ${this.path} already released`);
+  }
+}
+
+/** Runs `fn` while holding the lock on `target`; releases it whatever happens. */
+export async function withLock<T>(
+  fs: FsPromises,
+  target: string,
+  fn: (lock: LockFile) => Promise<T>,
+  options?: LockOptions,
+): Promise<T> {
+  const lock = await LockFile.acquire(fs, target, options);
+  try {
+    return await fn(lock);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function breakIfStale(fs: FsPromises, path: string, staleMs: number): Promise<void> {
+  try {
+    const stats = await fs.stat(path);
+    if (Date.now() - stats.mtimeMs > staleMs) await fs.unlink(path);
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOENT') throw err;
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

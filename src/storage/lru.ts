@@ -1,0 +1,35 @@
+/** A least-recently-used map bounded by a total weight (bytes, entries...). */
+export class Lru<K, V> {
+  private readonly map = new Map<K, { value: V; weight: number }>();
+  private total = 0;
+
+  constructor(
+    private readonly maxWeight: number,
+    private readonly weigh: (value: V) => number = () => 1,
+  ) {}
+
+  get(key: K): V | undefined {
+    const hit = this.map.get(key);
+    if (!hit) return undefined;
+    this.map.delete(key);
+    this.map.set(key, hit);
+    return hit.value;
+  }
+
+  set(key: K, value: V): void {
+    const weight = this.weigh(value);
+    const old = this.map.get(key);
+    if (old) {
+      this.total -= old.weight;
+      this.map.delete(key);
+    }
+    if (weight > this.maxWeight) return;
+    this.map.set(key, { value, weight });
+    this.total += weight;
+    for (const [k, v] of this.map) {
+      if (this.total <= this.maxWeight) break;
+      this.map.delete(k);
+      this.total -= v.weight;
+    }
+  }
+}

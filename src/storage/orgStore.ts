@@ -1,0 +1,125 @@
+import { randomBytes } from 'node:crypto';
+import git from 'isomorphic-git';
+import { errnoCode } from '../errors.js';
+import type { Logger } from '../log.js';
+import { fsyncDir, fsyncTree, pathExists } from './durable.js';
+import { OrgAlreadyExists } from './errors.js';
+import type { FsPromises } from './fs.js';
+import { LAYOUT, STORE_CONFIG } from './itemRecord.js';
+import { ObjectStager } from './objectStager.js';
+import { OrgRepo } from './orgRepo.js';
+import { compareAndSwapRef, MAIN_REF } from './refs.js';
+import { TreeEditor } from './treeEditor.js';
+
+/**
+ * The organizations of a data directory: `<dataDir>/orgs/<orgId>.git`, one
+ * bare repository each. Repositories are opened on first use and kept open,
+ * so an organization created by the CLI while the server runs is picked up by
+ * the first request that names it.
+ */
+export class OrgStore {
+  private readonly open = new Map<string, Promise<OrgRepo | null>>();
+  readonly root: string;
+
+  constructor(
+    private readonly options: {
+      fs: FsPromises;
+      dataDir: string;
+      logger: Logger;
+      /** True in the process that owns the data dir (the server): lock files left by a crash are removed on open. */
+      owner?: boolean;
+    },
+  ) {
+    this.root = `${options.dataDir}/orgs`;
+  }
+
+  gitdirOf(orgId: string): string {
+    return `${this.root}/${orgId}.git`;
+  }
+
+  async exists(orgId: string): Promise<boolean> {
+    return pathExists(this.options.fs, `${this.gitdirOf(orgId)}/HEAD`);
+  }
+
+  async list(): Promise<string[]> {
+    try {
+      const names = await this.options.fs.readdir(this.root);
+      return names.filter((n) => n.endsWith('.git') && !n.startsWith('.')).map((n) => n.slice(0, -4)).sort();
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return [];
+      throw err;
+    }
+  }
+
+  /** The organization's repository, or null when there is no such organization. */
+  get(orgId: string): Promise<OrgRepo | null> {
+    let pending = this.open.get(orgId);
+    if (!pending) {
+      pending = this.openRepo(orgId);
+      this.open.set(orgId, pending);
+      // A failed or missing open is not cached: the organization may be created or repaired later.
+      pending.then(
+        (repo) => repo ?? this.open.delete(orgId),
+        () => this.open.delete(orgId),
+      );
+    }
+    return pending;
+  }
+
+  private async openRepo(orgId: string): Promise<OrgRepo | null> {
+    const { fs, logger } = this.options;
+    if (!(await this.exists(orgId))) return null;
+    const gitdir = this.gitdirOf(orgId);
+    if (this.options.owner) {
+      // Only this process writes refs here; a lock file present now was left by a crash.
+      await fs.unlink(`${gitdir}/${MAIN_REF}.lock`).then(
+        () => logger.warn('removed a ref lock left by a crash', { org: orgId }),
+        () => undefined,
+      );
+    }
+    const started = Date.now();
+    const repo = await OrgRepo.open({ orgId, fs, gitdir, logger });
+    logger.info('organization opened', { org: orgId, items: repo.itemCount, ms: Date.now() - started });
+    return repo;
+  }
+
+  /**
+   * Creates an organization's repository with one commit holding the store's
+   * format marker. Built in a temporary directory, made durable, then renamed
+   * into place: a crash never leaves a half-made organization.
+   */
+  async create(orgId: string, now: Date = new Date()): Promise<void> {
+    const { fs } = this.options;
+    await fs.mkdir(this.root, { recursive: true });
+    if (await this.exists(orgId)) throw new OrgAlreadyExists({ orgId });
+    const tmp = `${this.root}/.creating-${orgId}-${randomBytes(4).toString('hex')}`;
+    try {
+      await git.init({ fs: { promises: fs }, dir: tmp, gitdir: tmp, bare: true, defaultBranch: 'main' });
+      const stager = new ObjectStager();
+      const blob = await stager.writeBlob(Buffer.from(`${JSON.stringify(STORE_CONFIG, null, 2)}\n`, 'utf8'));
+      const trees = new TreeEditor(async () => []);
+      const tree = await trees.apply(null, [{ path: LAYOUT.configPath, oid: blob }], stager);
+      const commit = await stager.writeCommit({
+        tree,
+        parents: [],
+        author: { name: 'knowledge-store', email: 'knowledge-store', timestamp: Math.floor(now.getTime() / 1000) },
+        message: `Create organization ${orgId}\n`,
+      });
+      await stager.flush(fs, tmp);
+      await compareAndSwapRef({ fs, gitdir: tmp, expected: null, next: commit });
+      await fsyncTree(fs, tmp);
+      await fs.rename(tmp, this.gitdirOf(orgId));
+      await fsyncDir(fs, this.root);
+    } catch (err) {
+      await fs.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+      const code = errnoCode(err);
+      if (code === 'ENOTEMPTY' || code === 'EEXIST') throw new OrgAlreadyExists({ orgId });
+      throw err;
+    }
+  }
+
+  async closeAll(): Promise<void> {
+    const repos = await Promise.all([...this.open.values()].map((p) => p.catch(() => null)));
+    await Promise.all(repos.map((r) => r?.close()));
+  }
+}
