@@ -180,7 +180,7 @@ export class OrgRepo {
       } catch (error) {
         this.logger.error('commit failed; nothing was published', { org: this.orgId, error: String(error) });
         // Nobody in this batch may see success: later transactions decided on state that is not durable.
-        for (const o of outcomes) (o.error === undefined ? o.pending.reject(error) : o.pending.reject(o.error));
+        for (const o of outcomes) o.pending.reject(o.error === undefined ? error : o.error);
         await this.load().catch((err: unknown) => this.logger.error('reload failed', { org: this.orgId, error: String(err) }));
         return;
       }

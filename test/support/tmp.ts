@@ -1,0 +1,9 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** A fresh temporary directory on the real disk; `cleanup` removes it. */
+export async function tmpDir(label = 'ks'): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), `${label}-`));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
