@@ -1,8 +1,12 @@
-import { Ajv, type ErrorObject, type JSONSchemaType, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { InvalidInput } from '../domain/errors.js';
 import { MAX_LIST_LIMIT } from '../domain/items.js';
 
-/** Request bodies and query strings are checked by ajv schemas before any domain call. */
+/**
+ * Request bodies and query strings are checked by ajv schemas before any domain call.
+ * Schemas are plain (no `nullable`): with type coercion, ajv turns `?limit=` into null
+ * for a nullable field, and an empty or null value must be a 400, not "no limit".
+ */
 const ajv = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: false });
 
 export interface PutItemBody {
@@ -12,17 +16,17 @@ export interface PutItemBody {
   requiredWritePermission?: string;
 }
 
-const putItemBody: JSONSchemaType<PutItemBody> = {
+const putItemBody = {
   type: 'object',
   required: ['content'],
   additionalProperties: false,
   properties: {
     content: { type: 'string' },
-    message: { type: 'string', nullable: true },
-    requiredReadPermission: { type: 'string', nullable: true },
-    requiredWritePermission: { type: 'string', nullable: true },
+    message: { type: 'string' },
+    requiredReadPermission: { type: 'string' },
+    requiredWritePermission: { type: 'string' },
   },
-};
+} as const;
 
 export interface ListQuery {
   prefix?: string;
@@ -31,25 +35,25 @@ export interface ListQuery {
   content?: 'true' | 'false';
 }
 
-const listQuery: JSONSchemaType<ListQuery> = {
+const listQuery = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    prefix: { type: 'string', nullable: true, maxLength: 256 },
-    limit: { type: 'integer', nullable: true, minimum: 1, maximum: MAX_LIST_LIMIT },
-    cursor: { type: 'string', nullable: true, maxLength: 512 },
-    content: { type: 'string', nullable: true, enum: ['true', 'false'] },
+    prefix: { type: 'string', maxLength: 256 },
+    limit: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT },
+    cursor: { type: 'string', minLength: 1, maxLength: 512 },
+    content: { type: 'string', enum: ['true', 'false'] },
   },
-};
+} as const;
 
-const noQuery: JSONSchemaType<Record<string, never>> = { type: 'object', additionalProperties: false, properties: {}, required: [] };
+const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
 
 /** Bodies are never coerced: `"content": 5` is an error, not "5". */
 const strictAjv = new Ajv({ allErrors: false, coerceTypes: false });
 const validators = {
-  putItemBody: strictAjv.compile(putItemBody),
-  listQuery: ajv.compile(listQuery),
-  noQuery: ajv.compile(noQuery),
+  putItemBody: strictAjv.compile<PutItemBody>(putItemBody),
+  listQuery: ajv.compile<ListQuery>(listQuery),
+  noQuery: ajv.compile<Record<string, never>>(noQuery),
 };
 
 function describe(error: ErrorObject | undefined, what: 'field' | 'query parameter'): string {
