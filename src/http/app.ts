@@ -5,6 +5,7 @@ import type { KeyStore } from '../storage/keyStore.js';
 import type { OrgStore } from '../storage/orgStore.js';
 import { requireApiKey } from './middleware/auth.js';
 import { errorEnvelope } from './middleware/errors.js';
+import { MethodNotAllowed } from './httpErrors.js';
 import { requestContext } from './middleware/requestContext.js';
 import { itemRoutes } from './routes/items.js';
 import type { AppState } from './state.js';
@@ -27,6 +28,19 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(errorEnvelope(deps.logger));
   app.use(async (ctx, next) => (ctx.path === '/api' || ctx.path.startsWith('/api/') ? auth(ctx, next) : next()));
   app.use(items.routes());
-  app.use(items.allowedMethods({ throw: true }));
+  // The router answers OPTIONS with an empty body; every response here is a JSON envelope.
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.method === 'OPTIONS' && ctx.status === 200 && !ctx.body) {
+      ctx.body = { success: true, data: { allow: ctx.response.get('Allow').split(/,\s*/).filter(Boolean) } };
+    }
+  });
+  app.use(
+    items.allowedMethods({
+      throw: true,
+      methodNotAllowed: () => new MethodNotAllowed(),
+      notImplemented: () => new MethodNotAllowed(),
+    }),
+  );
   return app;
 }

@@ -20,6 +20,7 @@ const TABLE: Record<string, Row> = {
   FORBIDDEN: (err) => ({ status: 403, message: err.message }),
   ITEM_NOT_FOUND: () => ({ status: 404, message: 'Knowledge item not found' }),
   ROUTE_NOT_FOUND: () => ({ status: 404, message: 'Not found' }),
+  METHOD_NOT_ALLOWED: () => ({ status: 405, message: 'Method not allowed' }),
   KEY_NOT_FOUND: () => ({ status: 404, message: 'API key not found' }),
   ITEM_IN_TRASH: () => ({
     status: 409,
@@ -61,7 +62,6 @@ export function toErrorResponse(err: unknown): ErrorResponse {
         return { status: 413, message: 'Content too large', fault: false };
       case 'entity.parse.failed':
       case undefined:
-        if (status === 405) return { status, message: 'Method not allowed', fault: false };
         if (status === 400) return { status, message: 'Malformed JSON body', fault: false };
         break;
       case 'encoding.unsupported':

@@ -24,3 +24,10 @@ export class MalformedBody extends KnowledgeError<{ reason: string }> {
     super('MALFORMED_BODY', data.reason, data);
   }
 }
+
+/** A method the route does not answer, known to HTTP or not (contract §3: 405 on a known route). */
+export class MethodNotAllowed extends KnowledgeError<Record<string, never>> {
+  constructor() {
+    super('METHOD_NOT_ALLOWED', 'method not allowed on this route', {});
+  }
+}

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { promises as nodeFs } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -56,7 +57,7 @@ export async function startServer(args: {
       const reason = status === 431 ? 'Request header fields too large' : status === 408 ? 'Request timeout' : 'Bad request';
       const body = JSON.stringify({ success: false, error: reason });
       socket.end(
-        `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
       );
     });
     await new Promise<void>((resolve, reject) => {
