@@ -32,7 +32,9 @@ export class KeyStore {
   private byHash = new Map<string, KeyRecord>();
   private byId = new Map<string, KeyRecord>();
   private stamp: string | null = null;
+  /** When the last completed check of the file began. */
   private checkedAt = 0;
+  private refreshing: Promise<void> | null = null;
   private readonly used = new Map<string, string>();
   readonly path: string;
 
@@ -125,8 +127,20 @@ export class KeyStore {
     this.stamp = null; // the rename changed the inode: re-stat on next use
   }
 
-  private async refresh(): Promise<void> {
-    this.checkedAt = Date.now();
+  /**
+   * Concurrent callers share one check: each of them waits until the maps
+   * reflect the file as it was when the check began (a caller that skipped the
+   * wait would look a key up in maps about to be replaced).
+   */
+  private refresh(): Promise<void> {
+    this.refreshing ??= this.reload().finally(() => {
+      this.refreshing = null;
+    });
+    return this.refreshing;
+  }
+
+  private async reload(): Promise<void> {
+    const started = Date.now();
     let stamp: string;
     try {
       const s = await this.options.fs.stat(this.path);
@@ -135,8 +149,8 @@ export class KeyStore {
       if (errnoCode(err) !== 'ENOENT') throw err;
       stamp = 'missing';
     }
-    if (stamp === this.stamp) return;
-    this.install(await this.readFile(), stamp);
+    if (stamp !== this.stamp) this.install(await this.readFile(), stamp);
+    this.checkedAt = started;
   }
 
   private install(file: KeyFile, stamp: string | null): void {
