@@ -5,6 +5,7 @@
  */
 export interface FileHandleLike {
   write(data: Uint8Array | string): Promise<unknown>;
+  chmod(mode: number): Promise<void>;
   sync(): Promise<void>;
   close(): Promise<void>;
 }

@@ -73,9 +73,11 @@ export class ObjectStager {
         if (errnoCode(err) !== 'EEXIST') throw err;
       }
       const tmp = `${dir}/tmp_obj_${randomBytes(8).toString('hex')}`;
-      const handle = await fs.open(tmp, 'wx', 0o444);
+      const handle = await fs.open(tmp, 'wx', 0o644);
       try {
         await handle.write(deflated);
+        // Read-only, as git leaves its objects (set on the handle: some file systems refuse writes through a 0444 create).
+        await handle.chmod(0o444);
         await handle.sync();
       } finally {
         await handle.close();

@@ -179,9 +179,10 @@ export class OrgRepo {
         await compareAndSwapRef({ fs: this.fs, gitdir: this.gitdir, expected: this.head, next: head });
       } catch (error) {
         this.logger.error('commit failed; nothing was published', { org: this.orgId, error: String(error) });
+        // Re-read the branch before answering, so a caller that retries at once sees what is really there.
+        await this.load().catch((err: unknown) => this.logger.error('reload failed', { org: this.orgId, error: String(err) }));
         // Nobody in this batch may see success: later transactions decided on state that is not durable.
         for (const o of outcomes) o.pending.reject(o.error === undefined ? error : o.error);
-        await this.load().catch((err: unknown) => this.logger.error('reload failed', { org: this.orgId, error: String(err) }));
         return;
       }
       overlay.applyTo(this.index);

@@ -1,0 +1,416 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { promises as nodeFs } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { putItem } from '../src/domain/items.js';
+import { silentLogger } from '../src/log.js';
+import type { FsPromises } from '../src/storage/fs.js';
+import { OrgStore } from '../src/storage/orgStore.js';
+import { git } from './support/git.js';
+import { api, startTestServer, type TestServer } from './support/server.js';
+import { tmpDir } from './support/tmp.js';
+
+/**
+ * `knowledge-store` as a child process (contract §1): results on stdout (only
+ * the key, for the create commands), errors on stderr with nothing on stdout,
+ * exit codes, and the same data dir shared with a running server.
+ * Runs the build in dist/ (`npm test` builds first).
+ */
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const CLI = join(ROOT, 'dist/src/cli/main.js');
+const KEY = /^ks_[A-Za-z0-9_-]{43}$/;
+const fs = nodeFs as unknown as FsPromises;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[]): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: '' };
+  delete env.KNOWLEDGE_DATA_DIR;
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env, timeout: 20_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A run that must succeed; returns stdout. */
+async function ok(args: string[]): Promise<string> {
+  const run = await cli(args);
+  expect(run.code, `${args.join(' ')}\nstderr: ${run.stderr}`).to.equal(0);
+  return run.stdout;
+}
+
+/** A run that must fail the contract's way: non-zero, nothing on stdout, a message (no stack) on stderr. */
+async function fails(args: string[], message?: RegExp): Promise<Run> {
+  const run = await cli(args);
+  expect(run.code, `${args.join(' ')} should fail`).to.not.equal(0);
+  expect(run.stdout, `${args.join(' ')} stdout`).to.equal('');
+  expect(run.stderr.trim(), `${args.join(' ')} stderr`).not.to.equal('');
+  expect(run.stderr).not.to.match(/\n\s+at .+:\d+:\d+/);
+  if (message) expect(run.stderr).to.match(message);
+  return run;
+}
+
+/** The one line a create command prints: the key. */
+function onlyKey(stdout: string): string {
+  expect(stdout).to.match(/^ks_[A-Za-z0-9_-]{43}\n$/);
+  const key = stdout.trim();
+  expect(key).to.match(KEY);
+  return key;
+}
+
+interface ListedKey {
+  id: string;
+  orgId: string;
+  name: string;
+  role: string;
+  createdAt: string;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+}
+
+/** Polls `fn` until it returns true or `ms` pass; returns the time it took, or -1. */
+async function within(ms: number, fn: () => Promise<boolean>): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < ms) {
+    if (await fn()) return Date.now() - started;
+    await sleep(25);
+  }
+  return (await fn()) ? Date.now() - started : -1;
+}
+
+const listStatus = async (server: TestServer, key: string): Promise<number> => (await api(`${server.url}/api/v1/knowledge`, { key })).status;
+
+describe('cli (knowledge-store as a child process)', function () {
+  this.timeout(60_000);
+  let tmp: { dir: string; cleanup: () => Promise<void> };
+  let D: string;
+  let acmeKey: Run;
+
+  before(async () => {
+    await nodeFs.access(CLI).catch(() => {
+      throw new Error(`${CLI} is missing: run \`npm run build\` (npm test builds first)`);
+    });
+    tmp = await tmpDir('ks-cli');
+    D = join(tmp.dir, 'data');
+    acmeKey = await cli(['org', 'create', 'acme', '--data-dir', D]);
+  });
+
+  after(async () => {
+    await tmp.cleanup();
+  });
+
+  describe('org create', () => {
+    it('prints only the new admin key, on one line, and exits 0', async () => {
+      expect(acmeKey.code, acmeKey.stderr).to.equal(0);
+      onlyKey(acmeKey.stdout);
+      await nodeFs.access(join(D, 'orgs', 'acme.git', 'HEAD'));
+      const keys = JSON.parse(await ok(['key', 'list', '--org', 'acme', '--data-dir', D, '--json'])) as ListedKey[];
+      expect(keys.map((k) => k.role)).to.deep.equal(['admin']);
+    });
+
+    it('refuses an organization that exists: non-zero, stderr only', async () => {
+      await fails(['org', 'create', 'acme', '--data-dir', D], /already exists/);
+    });
+
+    it('refuses invalid organization ids and creates nothing', async () => {
+      for (const bad of ['Bad_Org', '-leading-dash', 'a'.repeat(64), 'has.dot', 'UPPER', 'sp ace']) {
+        await fails(['org', 'create', '--data-dir', D, '--', bad], /Invalid organization id/);
+      }
+      expect((await nodeFs.readdir(join(D, 'orgs'))).sort()).to.deep.equal(['acme.git']);
+    });
+
+    it('accepts the longest valid id (63 characters)', async () => {
+      const id = `a${'-'.repeat(61)}z`;
+      onlyKey(await ok(['org', 'create', id, '--data-dir', D]));
+    });
+
+    it('--json prints the org, key id and key as JSON', async () => {
+      const out = JSON.parse(await ok(['org', 'create', 'globex', '--data-dir', D, '--json'])) as Record<string, string>;
+      expect(out.orgId).to.equal('globex');
+      expect(out.keyId).to.match(/^key_[0-9a-f]{16}$/);
+      expect(out.key).to.match(KEY);
+    });
+  });
+
+  describe('key create', () => {
+    it('prints only the new key', async () => {
+      const key = onlyKey(await ok(['key', 'create', '--org', 'acme', '--role', 'writer', '--data-dir', D]));
+      const keys = JSON.parse(await ok(['key', 'list', '--org', 'acme', '--data-dir', D, '--json'])) as ListedKey[];
+      expect(keys.some((k) => k.role === 'writer')).to.equal(true);
+      expect(JSON.stringify(keys)).not.to.include(key);
+    });
+
+    it('--json prints key id, org, role, name and the key', async () => {
+      const out = JSON.parse(await ok(['key', 'create', '--org', 'acme', '--role', 'reader', '--name', 'docs bot', '--data-dir', D, '--json'])) as Record<
+        string,
+        string
+      >;
+      expect(out).to.include({ orgId: 'acme', role: 'reader', name: 'docs bot' });
+      expect(out.keyId).to.match(/^key_[0-9a-f]{16}$/);
+      expect(out.key).to.match(KEY);
+    });
+
+    it('refuses an unknown role, a missing organization, a bad name, and a missing --role; stores nothing', async () => {
+      const before = await nodeFs.readFile(join(D, 'keys.json'), 'utf8');
+      await fails(['key', 'create', '--org', 'acme', '--role', 'boss', '--data-dir', D], /role/i);
+      await fails(['key', 'create', '--org', 'missing', '--role', 'reader', '--data-dir', D], /missing/);
+      await fails(['key', 'create', '--org', 'Bad_Org', '--role', 'reader', '--data-dir', D], /Invalid organization id/);
+      await fails(['key', 'create', '--org', 'acme', '--role', 'reader', '--name', 'evil <x>', '--data-dir', D]);
+      await fails(['key', 'create', '--org', 'acme', '--data-dir', D], /--role/);
+      expect(await nodeFs.readFile(join(D, 'keys.json'), 'utf8')).to.equal(before);
+    });
+  });
+
+  describe('key list', () => {
+    it('shows id, name, role, created and last used, and never a secret or its hash', async () => {
+      const created = JSON.parse(await ok(['key', 'create', '--org', 'acme', '--role', 'writer', '--name', 'lister', '--data-dir', D, '--json'])) as Record<
+        string,
+        string
+      >;
+      const secret = created.key as string;
+      const text = await ok(['key', 'list', '--org', 'acme', '--data-dir', D]);
+      const [header, ...rows] = text.trimEnd().split('\n');
+      for (const column of ['ID', 'NAME', 'ROLE', 'CREATED', 'LAST USED']) expect(header).to.include(column);
+      const row = rows.find((r) => r.includes(created.keyId as string));
+      expect(row, text).not.to.equal(undefined);
+      expect(row).to.include('lister');
+      expect(row).to.include('writer');
+      expect(row).to.match(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
+      expect(row).to.include('never');
+      const json = await ok(['key', 'list', '--org', 'acme', '--data-dir', D, '--json']);
+      const listed = JSON.parse(json) as Array<Record<string, unknown>>;
+      const mine = listed.find((k) => k.id === created.keyId);
+      expect(mine).to.include({ name: 'lister', role: 'writer', orgId: 'acme', lastUsedAt: null, revokedAt: null });
+      expect(mine?.createdAt).to.be.a('string');
+      for (const k of listed) expect(k).not.to.have.property('hash');
+      for (const out of [text, json]) {
+        expect(out).not.to.include(secret);
+        expect(out).not.to.include(secret.slice(3));
+        expect(out).not.to.include(sha256(secret));
+        expect(out).not.to.include(onlyKey(acmeKey.stdout).slice(3));
+        expect(out).not.to.include(sha256(onlyKey(acmeKey.stdout)));
+      }
+    });
+
+    it("lists only the organization's own keys", async () => {
+      const listed = JSON.parse(await ok(['key', 'list', '--org', 'globex', '--data-dir', D, '--json'])) as ListedKey[];
+      expect(listed.length).to.be.greaterThan(0);
+      for (const k of listed) expect(k.orgId).to.equal('globex');
+    });
+
+    it('refuses a missing organization', async () => {
+      await fails(['key', 'list', '--org', 'missing', '--data-dir', D], /missing/);
+    });
+  });
+
+  describe('with a server running on the same data dir', () => {
+    let server: TestServer;
+
+    before(async () => {
+      server = await startTestServer({ dataDir: D });
+      expect(server.adminKey).to.equal(''); // the data dir has organizations: no "default" org is made
+    });
+
+    after(async () => {
+      await server.close();
+    });
+
+    it('accepts the key printed by org create', async () => {
+      expect(await listStatus(server, onlyKey(acmeKey.stdout))).to.equal(200);
+    });
+
+    it('accepts a key created by the CLI while it runs, within one second', async () => {
+      expect(await listStatus(server, onlyKey(acmeKey.stdout))).to.equal(200); // the server has read the key file
+      const key = onlyKey(await ok(['key', 'create', '--org', 'acme', '--role', 'reader', '--data-dir', D]));
+      const took = await within(1000, async () => (await listStatus(server, key)) === 200);
+      expect(took, 'the new key was not accepted within 1 s').to.be.at.least(0);
+      expect(took).to.be.below(1000);
+    });
+
+    it('refuses a key once the CLI revokes it, and keeps the others', async () => {
+      const created = JSON.parse(await ok(['key', 'create', '--org', 'acme', '--role', 'writer', '--data-dir', D, '--json'])) as Record<string, string>;
+      const key = created.key as string;
+      expect(await within(1000, async () => (await listStatus(server, key)) === 200)).to.be.at.least(0);
+      const revoked = await ok(['key', 'revoke', created.keyId as string, '--data-dir', D]);
+      expect(revoked).to.include(created.keyId as string);
+      const took = await within(1000, async () => (await listStatus(server, key)) === 401);
+      expect(took, 'the revoked key was still accepted after 1 s').to.be.at.least(0);
+      const refused = await api(`${server.url}/api/v1/knowledge`, { key });
+      expect(refused.status).to.equal(401);
+      expect(refused.body).to.deep.equal({ success: false, error: 'Invalid API key' });
+      expect(await listStatus(server, onlyKey(acmeKey.stdout))).to.equal(200);
+      const listed = JSON.parse(await ok(['key', 'list', '--org', 'acme', '--data-dir', D, '--json'])) as ListedKey[];
+      expect(listed.find((k) => k.id === created.keyId)?.revokedAt).to.be.a('string');
+      expect(await ok(['key', 'list', '--org', 'acme', '--data-dir', D])).to.match(new RegExp(`${created.keyId as string}.*revoked`));
+    });
+
+    it('key revoke --json reports the revocation; an unknown key id fails', async () => {
+      const created = JSON.parse(await ok(['key', 'create', '--org', 'acme', '--role', 'reader', '--data-dir', D, '--json'])) as Record<string, string>;
+      const out = JSON.parse(await ok(['key', 'revoke', created.keyId as string, '--data-dir', D, '--json'])) as Record<string, string>;
+      expect(out.keyId).to.equal(created.keyId);
+      expect(Number.isNaN(Date.parse(out.revokedAt as string))).to.equal(false);
+      await fails(['key', 'revoke', 'key_0000000000000000', '--data-dir', D], /key_0000000000000000/);
+    });
+
+    it('verify works while the server runs and after it has written', async () => {
+      const put = await api(`${server.url}/api/v1/knowledge/items/docs/guide.md`, {
+        method: 'PUT',
+        key: onlyKey(acmeKey.stdout),
+        body: { content: '# Guide\n' },
+      });
+      expect(put.status).to.equal(200);
+      const out = await ok(['verify', '--org', 'acme', '--data-dir', D]);
+      expect(out).to.match(/^acme: OK \(1 items, 0 in trash, head [0-9a-f]{12}\)$/m);
+    });
+  });
+
+  describe('key usage', () => {
+    it('shows a last-used time once a server has used the key and stopped', async () => {
+      const created = JSON.parse(await ok(['key', 'create', '--org', 'globex', '--role', 'reader', '--data-dir', D, '--json'])) as Record<string, string>;
+      const server = await startTestServer({ dataDir: D });
+      try {
+        expect(await listStatus(server, created.key as string)).to.equal(200);
+      } finally {
+        await server.close();
+      }
+      const listed = JSON.parse(await ok(['key', 'list', '--org', 'globex', '--data-dir', D, '--json'])) as ListedKey[];
+      const used = listed.find((k) => k.id === created.keyId);
+      expect(used?.lastUsedAt).to.be.a('string');
+      expect(Date.now() - Date.parse(used?.lastUsedAt as string)).to.be.below(60_000);
+    });
+  });
+
+  describe('verify', () => {
+    it('exits 0 and prints OK for every organization of a healthy store', async () => {
+      const out = await ok(['verify', '--data-dir', D]);
+      expect(out).to.match(/^acme: OK /m);
+      expect(out).to.match(/^globex: OK /m);
+      expect(out).not.to.match(/problem/);
+    });
+
+    it('--json gives one report per organization, without problems', async () => {
+      const reports = JSON.parse(await ok(['verify', '--data-dir', D, '--json'])) as Array<{ orgId: string; problems: string[]; head: string }>;
+      expect(reports.map((r) => r.orgId)).to.include.members(['acme', 'globex']);
+      for (const r of reports) {
+        expect(r.problems).to.deep.equal([]);
+        expect(r.head).to.match(/^[0-9a-f]{40}$/);
+      }
+    });
+
+    it('refuses a missing organization', async () => {
+      await fails(['verify', '--org', 'missing', '--data-dir', D], /missing/);
+    });
+  });
+
+  describe('verify on a damaged repository', () => {
+    let dir: string;
+    let gitdir: string;
+
+    /** A fresh data dir with org "acme" and two items written through the domain. */
+    beforeEach(async () => {
+      dir = join(tmp.dir, `damaged-${Date.now()}-${Math.random().toString(16).slice(2)}`);
+      onlyKey(await ok(['org', 'create', 'acme', '--data-dir', dir]));
+      const orgs = new OrgStore({ fs, dataDir: dir, logger: silentLogger });
+      const repo = await orgs.get('acme');
+      if (!repo) throw new Error('org not found');
+      const actor = { keyId: 'key_0000000000000001', keyName: 'test', orgId: 'acme', role: 'admin' as const };
+      await putItem({ repo, actor, path: 'docs/a.md', content: 'alpha\n', maxContentBytes: 1 << 20 });
+      await putItem({ repo, actor, path: 'docs/b.md', content: 'beta\n', maxContentBytes: 1 << 20 });
+      await orgs.closeAll();
+      gitdir = orgs.gitdirOf('acme');
+      expect(await ok(['verify', '--data-dir', dir])).to.match(/^acme: OK \(2 items/m);
+    });
+
+    it('exits non-zero when a loose object the head tree needs is gone', async () => {
+      const blob = (await git(['rev-parse', 'main:docs/a.md'], { gitdir })).trim();
+      await nodeFs.rm(join(gitdir, 'objects', blob.slice(0, 2), blob.slice(2)), { force: true });
+      const run = await cli(['verify', '--data-dir', dir]);
+      expect(run.code).to.not.equal(0);
+      expect(`${run.stdout}${run.stderr}`).to.match(/problem|fsck|missing/i);
+      expect(run.stdout).not.to.match(/^acme: OK/m);
+    });
+
+    it('exits non-zero when a commit made with C git leaves a file without a record and a record without its file', async () => {
+      const index = join(dir, 'scratch-index');
+      const strayFile = join(dir, 'stray.txt');
+      await nodeFs.writeFile(strayFile, 'not an item\n');
+      // update-index --force-remove wants a work tree; an empty one will do (nothing is read from it).
+      const workTree = join(dir, 'scratch-worktree');
+      await nodeFs.mkdir(workTree);
+      const env = { GIT_INDEX_FILE: index, GIT_WORK_TREE: workTree };
+      const old = (await gitWithEnv(['rev-parse', 'main'], gitdir, env)).trim();
+      await gitWithEnv(['read-tree', 'main'], gitdir, env);
+      const blob = (await gitWithEnv(['hash-object', '-w', strayFile], gitdir, env)).trim();
+      await gitWithEnv(['update-index', '--add', '--cacheinfo', `100644,${blob},stray.md`], gitdir, env);
+      await gitWithEnv(['update-index', '--force-remove', 'docs/b.md'], gitdir, env);
+      const tree = (await gitWithEnv(['write-tree'], gitdir, env)).trim();
+      const commit = (await gitWithEnv(['commit-tree', tree, '-p', old, '-m', 'Edit behind the store'], gitdir, env)).trim();
+      await gitWithEnv(['update-ref', 'refs/heads/main', commit, old], gitdir, env);
+      await git(['fsck', '--strict', '--no-progress'], { gitdir }); // git itself sees nothing wrong
+
+      const run = await cli(['verify', '--org', 'acme', '--data-dir', dir]);
+      expect(run.code).to.not.equal(0);
+      expect(run.stdout).to.include('stray.md: file has no item record');
+      expect(run.stdout).to.include('docs/b.md: record has no content at docs/b.md');
+      const json = await cli(['verify', '--org', 'acme', '--data-dir', dir, '--json']);
+      expect(json.code).to.not.equal(0);
+      const [report] = JSON.parse(json.stdout) as Array<{ problems: string[] }>;
+      expect(report?.problems).to.have.length(2);
+    });
+
+    it('exits non-zero when a record names another path', async () => {
+      const index = join(dir, 'scratch-index');
+      const env = { GIT_INDEX_FILE: index };
+      const old = (await gitWithEnv(['rev-parse', 'main'], gitdir, env)).trim();
+      const record = JSON.parse(await git(['cat-file', '-p', 'main:.knowledge/items/docs/a.md'], { gitdir })) as Record<string, unknown>;
+      const file = join(dir, 'record.json');
+      await nodeFs.writeFile(file, `${JSON.stringify({ ...record, path: 'docs/elsewhere.md' }, null, 2)}\n`);
+      await gitWithEnv(['read-tree', 'main'], gitdir, env);
+      const blob = (await gitWithEnv(['hash-object', '-w', file], gitdir, env)).trim();
+      await gitWithEnv(['update-index', '--cacheinfo', `100644,${blob},.knowledge/items/docs/a.md`], gitdir, env);
+      const tree = (await gitWithEnv(['write-tree'], gitdir, env)).trim();
+      const commit = (await gitWithEnv(['commit-tree', tree, '-p', old, '-m', 'Bad record'], gitdir, env)).trim();
+      await gitWithEnv(['update-ref', 'refs/heads/main', commit, old], gitdir, env);
+
+      const run = await cli(['verify', '--data-dir', dir]);
+      expect(run.code).to.not.equal(0);
+      expect(run.stdout).to.include('record names path "docs/elsewhere.md"');
+    });
+  });
+
+  describe('errors', () => {
+    it('an unknown command or option: non-zero, stderr only', async () => {
+      await fails(['frobnicate'], /unknown command/);
+      await fails(['key', 'list', '--org', 'acme', '--data-dir', D, '--bogus'], /unknown option/);
+    });
+
+    it('a corrupt key file: non-zero, a message on stderr, nothing on stdout', async () => {
+      const dir = join(tmp.dir, 'corrupt-keys');
+      onlyKey(await ok(['org', 'create', 'acme', '--data-dir', dir]));
+      await nodeFs.writeFile(join(dir, 'keys.json'), '{ not json');
+      await fails(['key', 'list', '--org', 'acme', '--data-dir', dir], /keys\.json/);
+      await fails(['key', 'create', '--org', 'acme', '--role', 'reader', '--data-dir', dir], /keys\.json/);
+    });
+  });
+});
+
+/** C git with extra environment (an index file for plumbing on a bare repository). */
+function gitWithEnv(args: string[], gitdir: string, env: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('git', ['--git-dir', gitdir, ...args], { env: { ...process.env, ...env } }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`git ${args.join(' ')} failed: ${stderr || err.message}`));
+      else resolve(stdout);
+    });
+  });
+}

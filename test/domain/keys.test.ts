@@ -1,0 +1,188 @@
+import { createHash } from 'node:crypto';
+import { expect } from 'chai';
+import { Volume } from 'memfs';
+import { InvalidInput, KeyNotFound } from '../../src/domain/errors.js';
+import { authenticate, createKey, hashSecret, KEY_PREFIX, revokeKey, validateKeyName, validateRole } from '../../src/domain/keys.js';
+import { silentLogger } from '../../src/log.js';
+import type { FsPromises } from '../../src/storage/fs.js';
+import { KeyStore, type KeyRecord } from '../../src/storage/keyStore.js';
+
+/** Contract §2: random keys with a `ks_` prefix, stored only as a SHA-256, refused when missing/unknown/revoked. */
+
+const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
+
+async function rejection(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as Error;
+  }
+  expect.fail('expected a rejection');
+}
+
+describe('domain/keys', () => {
+  let vol: Volume;
+  let fs: FsPromises;
+  let keys: KeyStore;
+
+  beforeEach(() => {
+    vol = new Volume();
+    fs = vol.promises as unknown as FsPromises;
+    vol.mkdirSync('/data', { recursive: true });
+    keys = new KeyStore({ fs, dataDir: '/data', logger: silentLogger });
+  });
+
+  describe('createKey', () => {
+    it('returns a ks_ secret of 43 base64url characters (256 bits)', async () => {
+      const { secret } = await createKey({ keys, orgId: 'acme', role: 'writer', name: 'ci' });
+      expect(KEY_PREFIX).to.equal('ks_');
+      expect(secret.startsWith('ks_')).to.equal(true);
+      expect(secret).to.match(/^ks_[A-Za-z0-9_-]{43}$/);
+      const raw = Buffer.from(secret.slice(3), 'base64url');
+      expect(raw.length).to.equal(32);
+    });
+
+    it('draws every secret afresh: 200 keys, 200 distinct secrets, bits vary in every byte', async () => {
+      const secrets = new Set<string>();
+      const seen = Array.from({ length: 32 }, () => new Set<number>());
+      for (let i = 0; i < 200; i++) {
+        const { secret } = await createKey({ keys, orgId: 'acme', role: 'reader', name: `k${i}` });
+        secrets.add(secret);
+        Buffer.from(secret.slice(3), 'base64url').forEach((byte, at) => seen[at]?.add(byte));
+      }
+      expect(secrets.size).to.equal(200);
+      // 200 uniform bytes per position take far more than 50 distinct values; a constant or counter would not.
+      for (const values of seen) expect(values.size).to.be.greaterThan(50);
+    });
+
+    it('stores the SHA-256 of the secret and never the secret itself', async () => {
+      const { key, secret } = await createKey({ keys, orgId: 'acme', role: 'admin', name: 'root', now: new Date('2024-05-01T10:00:00Z') });
+      expect(key.hash).to.equal(sha256(secret));
+      expect(hashSecret(secret)).to.equal(sha256(secret));
+      expect(key).to.include({ orgId: 'acme', role: 'admin', name: 'root', createdAt: '2024-05-01T10:00:00.000Z', revokedAt: null, lastUsedAt: null });
+      expect(key.id).to.match(/^key_[0-9a-f]{16}$/);
+      const stored = vol.readFileSync('/data/keys.json', 'utf8') as string;
+      expect(stored).to.include(sha256(secret));
+      expect(stored).not.to.include(secret);
+      expect(stored).not.to.include(secret.slice(3));
+      expect(JSON.stringify(vol.toJSON())).not.to.include(secret.slice(3));
+      const listed = await keys.list('acme');
+      expect(listed).to.have.length(1);
+      expect(JSON.stringify(listed)).not.to.include(secret.slice(3));
+    });
+
+    it('refuses an unknown role and a bad name, storing nothing', async () => {
+      for (const role of ['boss', 'Admin', '', 'toString']) {
+        const err = await rejection(createKey({ keys, orgId: 'acme', role, name: 'x' }));
+        expect(err).to.be.instanceOf(InvalidInput);
+      }
+      for (const name of ['', 'a<b', 'b>c', 'line\nbreak', ' padded', 'x'.repeat(101), 'tab\there', 'del\u007f']) {
+        const err = await rejection(createKey({ keys, orgId: 'acme', role: 'reader', name }));
+        expect(err, JSON.stringify(name)).to.be.instanceOf(InvalidInput);
+      }
+      expect(await keys.list()).to.deep.equal([]);
+    });
+
+    it('validates roles and names on their own', () => {
+      expect(validateRole('writer')).to.equal('writer');
+      expect(() => validateRole('superuser')).to.throw(InvalidInput, /Unknown role "superuser"/);
+      expect(validateKeyName('CI bot (prod)')).to.equal('CI bot (prod)');
+      expect(validateKeyName('x'.repeat(100))).to.have.length(100);
+    });
+  });
+
+  describe('authenticate', () => {
+    it('returns the actor for a valid key', async () => {
+      const { key, secret } = await createKey({ keys, orgId: 'acme', role: 'writer', name: 'ci' });
+      const actor = await authenticate({ keys, secret });
+      expect(actor).to.deep.equal({ keyId: key.id, keyName: 'ci', orgId: 'acme', role: 'writer' });
+    });
+
+    it('returns null for a missing key', async () => {
+      await createKey({ keys, orgId: 'acme', role: 'admin', name: 'a' });
+      expect(await authenticate({ keys, secret: undefined })).to.equal(null);
+      expect(await authenticate({ keys, secret: '' })).to.equal(null);
+    });
+
+    it('returns null for malformed keys, even ones whose hash is on file', async () => {
+      const { secret } = await createKey({ keys, orgId: 'acme', role: 'admin', name: 'a' });
+      const malformed = [
+        'ks_',
+        'ks_short',
+        secret.slice(0, -1),
+        `${secret}A`,
+        `kx_${secret.slice(3)}`,
+        secret.slice(3),
+        `KS_${secret.slice(3)}`,
+        ` ${secret}`,
+        `${secret}\n`,
+        `ks_${'='.repeat(43)}`,
+        `ks_${'+'.repeat(43)}`,
+      ];
+      for (const bad of malformed) expect(await authenticate({ keys, secret: bad }), JSON.stringify(bad)).to.equal(null);
+      // A record whose hash matches a malformed secret must still not let it in.
+      const odd = 'ks_not-a-real-key';
+      await keys.add({ ...(await keys.list())[0], id: 'key_odd', hash: sha256(odd) } as KeyRecord);
+      expect(await authenticate({ keys, secret: odd })).to.equal(null);
+    });
+
+    it('returns null for a well-formed unknown key', async () => {
+      await createKey({ keys, orgId: 'acme', role: 'admin', name: 'a' });
+      expect(await authenticate({ keys, secret: `ks_${'A'.repeat(43)}` })).to.equal(null);
+      const other = new KeyStore({ fs: new Volume().promises as unknown as FsPromises, dataDir: '/elsewhere', logger: silentLogger });
+      const { secret: foreign } = await createKey({ keys: other, orgId: 'acme', role: 'admin', name: 'b' });
+      expect(await authenticate({ keys, secret: foreign })).to.equal(null);
+    });
+
+    it('returns null for a revoked key, and only for that one', async () => {
+      const a = await createKey({ keys, orgId: 'acme', role: 'admin', name: 'a' });
+      const b = await createKey({ keys, orgId: 'acme', role: 'reader', name: 'b' });
+      expect(await authenticate({ keys, secret: a.secret })).not.to.equal(null);
+      const revoked = await revokeKey({ keys, keyId: a.key.id, now: new Date('2024-06-01T00:00:00Z') });
+      expect(revoked.revokedAt).to.equal('2024-06-01T00:00:00.000Z');
+      expect(await authenticate({ keys, secret: a.secret })).to.equal(null);
+      expect((await authenticate({ keys, secret: b.secret }))?.keyId).to.equal(b.key.id);
+    });
+
+    it('returns null for a key whose stored role is unknown', async () => {
+      const { key, secret } = await createKey({ keys, orgId: 'acme', role: 'admin', name: 'a' });
+      await keys.update(key.id, (k) => {
+        k.role = 'owner';
+      });
+      expect(await authenticate({ keys, secret })).to.equal(null);
+    });
+
+    it('records the use in memory; list shows it and flushUsage writes it', async () => {
+      const { key, secret } = await createKey({ keys, orgId: 'acme', role: 'reader', name: 'a' });
+      const when = new Date('2024-07-01T12:00:00Z');
+      await authenticate({ keys, secret, now: when });
+      const [listed] = await keys.list('acme');
+      expect(listed?.lastUsedAt).to.equal(when.toISOString());
+      expect(vol.readFileSync('/data/keys.json', 'utf8')).not.to.include(when.toISOString());
+      await keys.flushUsage();
+      const file = JSON.parse(vol.readFileSync('/data/keys.json', 'utf8') as string) as { keys: KeyRecord[] };
+      expect(file.keys.find((k) => k.id === key.id)?.lastUsedAt).to.equal(when.toISOString());
+    });
+  });
+
+  describe('revokeKey', () => {
+    it('refuses an unknown key id', async () => {
+      const err = await rejection(revokeKey({ keys, keyId: 'key_0000000000000000' }));
+      expect(err).to.be.instanceOf(KeyNotFound);
+    });
+
+    it("refuses another organization's key and leaves it active", async () => {
+      const { key, secret } = await createKey({ keys, orgId: 'acme', role: 'admin', name: 'a' });
+      const err = await rejection(revokeKey({ keys, keyId: key.id, orgId: 'globex' }));
+      expect(err).to.be.instanceOf(KeyNotFound);
+      expect(await authenticate({ keys, secret })).not.to.equal(null);
+    });
+
+    it('keeps the first revocation time when revoked twice', async () => {
+      const { key } = await createKey({ keys, orgId: 'acme', role: 'admin', name: 'a' });
+      await revokeKey({ keys, keyId: key.id, now: new Date('2024-01-01T00:00:00Z') });
+      const again = await revokeKey({ keys, keyId: key.id, now: new Date('2025-01-01T00:00:00Z') });
+      expect(again.revokedAt).to.equal('2024-01-01T00:00:00.000Z');
+    });
+  });
+});

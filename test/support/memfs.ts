@@ -1,0 +1,8 @@
+import { Volume } from 'memfs';
+import type { FsPromises } from '../../src/storage/fs.js';
+
+/** A fresh memfs volume seen through the storage layer's `FsPromises` (unit tests of storage). */
+export function memoryFs(): { vol: Volume; fs: FsPromises } {
+  const vol = new Volume();
+  return { vol, fs: vol.promises as unknown as FsPromises };
+}
