@@ -64,3 +64,9 @@ export class KeyNotFound extends KnowledgeError<{ keyId: string }> {
     super('KEY_NOT_FOUND', `No API key with id ${data.keyId}`, data);
   }
 }
+
+export class VersionNotFound extends KnowledgeError<{ path: string; version: number }> {
+  constructor(data: { path: string; version: number }) {
+    super('VERSION_NOT_FOUND', `${data.path} has no version ${data.version}`, data);
+  }
+}

@@ -3,18 +3,11 @@ import { mapLimit } from '../storage/durable.js';
 import { versionTag, type IndexEntry } from '../storage/itemIndex.js';
 import type { ItemRecord } from '../storage/itemRecord.js';
 import type { OrgRepo, RepoView, WriteIntent } from '../storage/orgRepo.js';
+import { readable, requireRole, requirement } from './access.js';
 import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemNotFound, PathConflict, PreconditionFailed } from './errors.js';
 import type { Actor } from './keys.js';
 import { ancestorFolders, validateFolderPrefix, validatePath } from './paths.js';
-import {
-  can,
-  highest,
-  READ_REQUIREMENTS,
-  resolveRequirement,
-  WRITE_REQUIREMENTS,
-  type Permission,
-  type PermissionRequirement,
-} from './permissions.js';
+import { can, highest, READ_REQUIREMENTS, WRITE_REQUIREMENTS, type PermissionRequirement } from './permissions.js';
 
 /** An item as the domain hands it out: the record, the content when asked for, and its version tag. */
 export interface ItemView {
@@ -29,21 +22,7 @@ export type TagCondition = '*' | readonly string[];
 export const MAX_MESSAGE_LENGTH = 1000;
 export const MAX_LIST_LIMIT = 1000;
 
-export function requireRole(actor: Actor, permission: Permission): void {
-  if (!can(actor.role, permission)) throw new Forbidden({ permission });
-}
-
-function requirement(entry: IndexEntry, kind: 'read' | 'write'): Permission {
-  const value = kind === 'read' ? entry.record.requiredReadPermission : entry.record.requiredWritePermission;
-  return resolveRequirement({ requirement: value as PermissionRequirement, path: entry.record.path, kind });
-}
-
-/** A live item the role may read; anything else is absent for this role (contract §2). */
-function readable(actor: Actor, entry: IndexEntry | undefined): entry is IndexEntry {
-  return entry !== undefined && entry.record.deletedAt === null && can(actor.role, requirement(entry, 'read'));
-}
-
-async function view(repo: OrgRepo, entry: IndexEntry, withContent: boolean): Promise<ItemView> {
+export async function view(repo: OrgRepo, entry: IndexEntry, withContent: boolean): Promise<ItemView> {
   const out: ItemView = { record: entry.record, etag: versionTag(entry) };
   if (withContent) out.content = await repo.readContent(entry);
   return out;
@@ -78,7 +57,7 @@ export async function listItems(args: {
   const entries: IndexEntry[] = [];
   let more = false;
   for (const entry of repo.entries({ prefix, after })) {
-    if (!readable(actor, entry)) continue;
+    if (!readable(actor, entry, repo)) continue;
     if (limit !== undefined && entries.length === limit) {
       more = true;
       break;
@@ -96,7 +75,7 @@ export async function getItem(args: { repo: OrgRepo; actor: Actor; path: string 
   requireRole(actor, 'knowledge:read');
   const path = validatePath(args.path);
   const entry = repo.get(path);
-  if (!readable(actor, entry)) throw new ItemNotFound({ path });
+  if (!readable(actor, entry, repo)) throw new ItemNotFound({ path });
   return view(repo, entry, true);
 }
 
@@ -131,7 +110,7 @@ export async function putItem(input: PutItemInput): Promise<{ item: ItemView; cr
   const result = await repo.write((v) => {
     const current = v.get(path);
     const when = new Date();
-    const author = { name: actor.keyName, email: actor.keyId };
+    const author = authorOf(actor);
     if (!current) {
       checkNoConflict(v, path);
       if (input.ifMatch !== undefined) throw new PreconditionFailed({ path, reason: 'changed' });
@@ -154,7 +133,7 @@ export async function putItem(input: PutItemInput): Promise<{ item: ItemView; cr
     }
     if (current.record.deletedAt !== null) throw new ItemInTrash({ path });
     // Changing an item needs its write requirement, and seeing it first: a role never overwrites what it cannot read.
-    const needed = highest(requirement(current, 'read'), requirement(current, 'write'));
+    const needed = highest(requirement(current.record, 'read', v), requirement(current.record, 'write', v));
     if (!can(actor.role, needed)) throw new Forbidden({ permission: needed });
     const tag = versionTag(current);
     if (input.ifNoneMatch !== undefined && matches(input.ifNoneMatch, tag)) throw new PreconditionFailed({ path, reason: 'exists' });
@@ -191,10 +170,10 @@ export async function deleteItem(args: { repo: OrgRepo; actor: Actor; path: stri
   const path = validatePath(args.path);
   const result = await repo.write((v) => {
     const current = v.get(path);
-    if (!readable(actor, current)) throw new ItemNotFound({ path });
+    if (!readable(actor, current, v)) throw new ItemNotFound({ path });
     const when = new Date();
     const record: ItemRecord = { ...current.record, deletedAt: when.toISOString(), deletedBy: actor.keyId };
-    const author = { name: actor.keyName, email: actor.keyId };
+    const author = authorOf(actor);
     return intent({ mutation: 'trash', path, record, action: 'delete', summary: `Delete ${path}`, author, when });
   });
   if (!result.commitId) throw new Error('delete made no commit');
@@ -204,6 +183,11 @@ export async function deleteItem(args: { repo: OrgRepo; actor: Actor; path: stri
 const TEXT_ITEM = { itemType: 'text', fileKey: null, fileName: null, contentType: null, fileSize: null } as const;
 
 const intent = (i: WriteIntent): WriteIntent => i;
+
+/** Commits are authored by the key: its name, and its id where git wants an email. */
+export function authorOf(actor: Actor): { name: string; email: string } {
+  return { name: actor.keyName, email: actor.keyId };
+}
 
 function matches(condition: TagCondition, tag: string): boolean {
   return condition === '*' || condition.includes(tag);

@@ -7,6 +7,8 @@ import { requireApiKey } from './middleware/auth.js';
 import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';
 import { requestContext } from './middleware/requestContext.js';
+import { adminRoutes } from './routes/admin.js';
+import { historyRoutes } from './routes/history.js';
 import { itemRoutes } from './routes/items.js';
 import type { AppState } from './state.js';
 
@@ -22,12 +24,14 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.silent = true; // faults are logged once, by the error envelope, with their request id
   const auth = requireApiKey(deps);
-  const items = itemRoutes({ maxContentBytes: deps.config.maxContentBytes });
+  const router = itemRoutes({ maxContentBytes: deps.config.maxContentBytes });
+  router.use(historyRoutes({ maxContentBytes: deps.config.maxContentBytes }).routes());
+  router.use(adminRoutes({ keys: deps.keys }).routes());
 
   app.use(requestContext(deps.logger));
   app.use(errorEnvelope(deps.logger));
   app.use(async (ctx, next) => (ctx.path === '/api' || ctx.path.startsWith('/api/') ? auth(ctx, next) : next()));
-  app.use(items.routes());
+  app.use(router.routes());
   // The router answers OPTIONS with an empty body; every response here is a JSON envelope.
   app.use(async (ctx, next) => {
     await next();
@@ -36,7 +40,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     }
   });
   app.use(
-    items.allowedMethods({
+    router.allowedMethods({
       throw: true,
       methodNotAllowed: () => new MethodNotAllowed(),
       notImplemented: () => new MethodNotAllowed(),

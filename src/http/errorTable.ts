@@ -22,6 +22,7 @@ const TABLE: Record<string, Row> = {
   ROUTE_NOT_FOUND: () => ({ status: 404, message: 'Not found' }),
   METHOD_NOT_ALLOWED: () => ({ status: 405, message: 'Method not allowed' }),
   KEY_NOT_FOUND: () => ({ status: 404, message: 'API key not found' }),
+  VERSION_NOT_FOUND: () => ({ status: 404, message: 'Version not found' }),
   ITEM_IN_TRASH: () => ({
     status: 409,
     message: 'A deleted item exists at this path — restore it first or use a different path',

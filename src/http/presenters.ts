@@ -1,4 +1,5 @@
 import type { ItemView } from '../domain/items.js';
+import type { KeyRecord } from '../storage/keyStore.js';
 
 /** The KnowledgeItem resource, fields in the specification's order. */
 export interface KnowledgeItem {
@@ -46,4 +47,22 @@ export function parseEtagCondition(header: string): '*' | string[] | undefined {
     .split(',')
     .map((t) => t.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1'))
     .filter((t) => t.length > 0);
+}
+
+/** A trash entry: the item without its content, plus who deleted it and when. */
+export function presentTrashItem(orgId: string, item: ItemView): KnowledgeItem & { deletedAt: string | null; deletedBy: string | null } {
+  return { ...presentItem(orgId, item), deletedAt: item.record.deletedAt, deletedBy: item.record.deletedBy };
+}
+
+/** A key as the admin API shows it: never its secret, never its hash. */
+export function presentKey(key: KeyRecord): Omit<KeyRecord, 'hash' | 'orgId'> & { organizationId: string } {
+  return {
+    id: key.id,
+    organizationId: key.orgId,
+    name: key.name,
+    role: key.role,
+    createdAt: key.createdAt,
+    lastUsedAt: key.lastUsedAt,
+    revokedAt: key.revokedAt,
+  };
 }

@@ -48,12 +48,71 @@ const listQuery = {
 
 const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
 
+export interface GetItemQuery {
+  version?: number;
+  ref?: string;
+}
+
+const getItemQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { version: { type: 'integer', minimum: 1 }, ref: { type: 'string', minLength: 1, maxLength: 64 } },
+} as const;
+
+const diffQuery = {
+  type: 'object',
+  required: ['from', 'to'],
+  additionalProperties: false,
+  properties: { from: { type: 'integer', minimum: 1 }, to: { type: 'integer', minimum: 1 } },
+} as const;
+
+const changesQuery = {
+  type: 'object',
+  required: ['since'],
+  additionalProperties: false,
+  properties: { since: { type: 'string', minLength: 1, maxLength: 64 } },
+} as const;
+
+const rollbackBody = {
+  type: 'object',
+  required: ['path', 'version'],
+  additionalProperties: false,
+  properties: { path: { type: 'string' }, version: { type: 'integer', minimum: 1 } },
+} as const;
+
+const pathBody = {
+  type: 'object',
+  required: ['path'],
+  additionalProperties: false,
+  properties: { path: { type: 'string' } },
+} as const;
+
+const folderRuleBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { requiredReadPermission: { type: 'string' }, requiredWritePermission: { type: 'string' } },
+} as const;
+
+const createKeyBody = {
+  type: 'object',
+  required: ['name', 'role'],
+  additionalProperties: false,
+  properties: { name: { type: 'string' }, role: { type: 'string' } },
+} as const;
+
 /** Bodies are never coerced: `"content": 5` is an error, not "5". */
 const strictAjv = new Ajv({ allErrors: false, coerceTypes: false });
 const validators = {
   putItemBody: strictAjv.compile<PutItemBody>(putItemBody),
+  rollbackBody: strictAjv.compile<{ path: string; version: number }>(rollbackBody),
+  pathBody: strictAjv.compile<{ path: string }>(pathBody),
+  folderRuleBody: strictAjv.compile<{ requiredReadPermission?: string; requiredWritePermission?: string }>(folderRuleBody),
+  createKeyBody: strictAjv.compile<{ name: string; role: string }>(createKeyBody),
   listQuery: ajv.compile<ListQuery>(listQuery),
   noQuery: ajv.compile<Record<string, never>>(noQuery),
+  getItemQuery: ajv.compile<GetItemQuery>(getItemQuery),
+  diffQuery: ajv.compile<{ from: number; to: number }>(diffQuery),
+  changesQuery: ajv.compile<{ since: string }>(changesQuery),
 };
 
 function describe(error: ErrorObject | undefined, what: 'field' | 'query parameter'): string {
@@ -80,10 +139,17 @@ function check<T>(validate: ValidateFunction<T>, value: unknown, what: 'field' |
 
 export const validateBody = {
   putItem: (body: unknown): PutItemBody => check(validators.putItemBody, body, 'field'),
+  rollback: (body: unknown) => check(validators.rollbackBody, body, 'field'),
+  path: (body: unknown) => check(validators.pathBody, body, 'field'),
+  folderRule: (body: unknown) => check(validators.folderRuleBody, body, 'field'),
+  createKey: (body: unknown) => check(validators.createKeyBody, body, 'field'),
 };
 
 /** Koa's query object may hold arrays for repeated parameters; a copy is validated (and coerced). */
 export const validateQuery = {
   list: (query: Record<string, unknown>): ListQuery => check(validators.listQuery, { ...query }, 'query parameter'),
   none: (query: Record<string, unknown>): void => void check(validators.noQuery, { ...query }, 'query parameter'),
+  getItem: (query: Record<string, unknown>): GetItemQuery => check(validators.getItemQuery, { ...query }, 'query parameter'),
+  diff: (query: Record<string, unknown>) => check(validators.diffQuery, { ...query }, 'query parameter'),
+  changes: (query: Record<string, unknown>) => check(validators.changesQuery, { ...query }, 'query parameter'),
 };

@@ -14,18 +14,39 @@ export interface ItemTrailers {
 }
 
 export function formatCommitMessage(summary: string, trailers: ItemTrailers): string {
-  const body = summary.replace(/\s+$/, '');
-  return `${body}\n\nItem-Id: ${trailers.itemId}\nItem-Path: ${trailers.itemPath}\nItem-Action: ${trailers.action}\n`;
+  return withTrailers(summary, { 'Item-Id': trailers.itemId, 'Item-Path': trailers.itemPath, 'Item-Action': trailers.action });
 }
 
-export function parseTrailers(message: string): ItemTrailers | null {
-  const paragraphs = message.trimEnd().split(/\n\s*\n/);
-  const last = paragraphs[paragraphs.length - 1] ?? '';
+/** A folder rule change names the folder instead of an item. */
+export function formatFolderCommitMessage(summary: string, folder: string): string {
+  return withTrailers(summary, { 'Folder-Path': folder, 'Folder-Action': 'rule' });
+}
+
+function withTrailers(summary: string, trailers: Record<string, string>): string {
+  const lines = Object.entries(trailers).map(([k, v]) => `${k}: ${v}`);
+  return `${summary.replace(/\s+$/, '')}\n\n${lines.join('\n')}\n`;
+}
+
+function trailerBlock(message: string): { body: string; fields: Map<string, string> } {
+  const trimmed = message.trimEnd();
+  const cut = trimmed.search(/\n\s*\n(?![\s\S]*\n\s*\n)/);
+  const last = cut === -1 ? trimmed : trimmed.slice(cut).trim();
   const fields = new Map<string, string>();
   for (const line of last.split('\n')) {
     const m = /^([A-Za-z-]+): (.*)$/.exec(line);
     if (m) fields.set(m[1] as string, m[2] as string);
   }
+  const ours = fields.has('Item-Id') || fields.has('Folder-Path');
+  return { body: ours && cut !== -1 ? trimmed.slice(0, cut) : trimmed, fields };
+}
+
+/** The message as its author wrote it: without the store's trailer block. */
+export function messageBody(message: string): string {
+  return trailerBlock(message).body;
+}
+
+export function parseTrailers(message: string): ItemTrailers | null {
+  const { fields } = trailerBlock(message);
   const itemId = fields.get('Item-Id');
   const itemPath = fields.get('Item-Path');
   const action = fields.get('Item-Action') as ItemAction | undefined;

@@ -22,6 +22,7 @@ export interface FsPromises {
   readFile(path: string): Promise<Buffer>;
   readFile(path: string, encoding: 'utf8'): Promise<string>;
   writeFile(path: string, data: Uint8Array | string): Promise<void>;
+  appendFile(path: string, data: Uint8Array | string): Promise<void>;
   open(path: string, flags: string, mode?: number): Promise<FileHandleLike>;
   rename(from: string, to: string): Promise<void>;
   mkdir(path: string, options?: { recursive?: boolean }): Promise<string | undefined>;

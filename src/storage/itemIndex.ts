@@ -1,4 +1,4 @@
-import type { ItemRecord } from './itemRecord.js';
+import type { FolderRule, ItemRecord } from './itemRecord.js';
 
 /** What the hot path needs about one item, live or in the trash: no git read required. */
 export interface IndexEntry {
@@ -19,6 +19,8 @@ export interface IndexView {
   get(path: string): IndexEntry | undefined;
   /** True when some item (live or trashed) has `folder` among its ancestors. */
   hasEntriesUnder(folder: string): boolean;
+  /** The folder's rule, if it has one. */
+  folderRule(folder: string): FolderRule | undefined;
 }
 
 function forEachAncestor(path: string, fn: (folder: string) => void): void {
@@ -34,6 +36,20 @@ export class ItemIndex implements IndexView {
   private readonly entries = new Map<string, IndexEntry>();
   private readonly folderCounts = new Map<string, number>();
   private readonly sorted: string[] = [];
+  private readonly rules = new Map<string, FolderRule>();
+
+  folderRule(folder: string): FolderRule | undefined {
+    return this.rules.get(folder);
+  }
+
+  setFolderRule(folder: string, rule: FolderRule | null): void {
+    if (rule) this.rules.set(folder, rule);
+    else this.rules.delete(folder);
+  }
+
+  folderRules(): FolderRule[] {
+    return [...this.rules.values()].sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
+  }
 
   get size(): number {
     return this.entries.size;
@@ -89,8 +105,17 @@ export class ItemIndex implements IndexView {
 export class IndexOverlay implements IndexView {
   private readonly staged = new Map<string, IndexEntry | null>();
   private readonly folderDelta = new Map<string, number>();
+  private readonly stagedRules = new Map<string, FolderRule | null>();
 
   constructor(private readonly base: ItemIndex) {}
+
+  folderRule(folder: string): FolderRule | undefined {
+    return this.stagedRules.has(folder) ? (this.stagedRules.get(folder) ?? undefined) : this.base.folderRule(folder);
+  }
+
+  setFolderRule(folder: string, rule: FolderRule | null): void {
+    this.stagedRules.set(folder, rule);
+  }
 
   get(path: string): IndexEntry | undefined {
     return this.staged.has(path) ? (this.staged.get(path) ?? undefined) : this.base.get(path);
@@ -109,6 +134,7 @@ export class IndexOverlay implements IndexView {
 
   applyTo(index: ItemIndex): void {
     for (const [path, entry] of this.staged) index.set(path, entry);
+    for (const [folder, rule] of this.stagedRules) index.setFolderRule(folder, rule);
   }
 }
 

@@ -30,6 +30,9 @@ export const LAYOUT = {
   recordPath: (path: string): string => `.knowledge/items/${path}`,
   /** `.trash/<path>` holds the content of a soft-deleted item. */
   trashPath: (path: string): string => `.trash/${path}`,
+  /** `.knowledge/folders/<folder>/.rule.json`: a folder's rule ("." never starts a folder name, so it cannot collide). */
+  folderRulePath: (folder: string): string => `.knowledge/folders/${folder}/.rule.json`,
+  foldersRoot: '.knowledge/folders',
   itemsRoot: '.knowledge/items',
   trashRoot: '.trash',
   metaRoot: '.knowledge',
@@ -84,4 +87,31 @@ export function parseRecord(text: string, where: string): ItemRecord {
     (obj.fileSize === null || Number.isSafeInteger(obj.fileSize));
   if (!ok) throw new CorruptStore({ where, reason: 'record is missing fields or has fields of the wrong type' });
   return Object.fromEntries(FIELDS.map((f) => [f, obj[f]])) as unknown as ItemRecord;
+}
+
+/** The requirements that `inherit` resolves to for items under a folder (admin API). */
+export interface FolderRule {
+  folder: string;
+  requiredReadPermission: string;
+  requiredWritePermission: string;
+  updatedAt: string;
+  updatedBy: string;
+}
+
+export function serializeFolderRule(rule: FolderRule): string {
+  const { folder, requiredReadPermission, requiredWritePermission, updatedAt, updatedBy } = rule;
+  return `${JSON.stringify({ folder, requiredReadPermission, requiredWritePermission, updatedAt, updatedBy }, null, 2)}\n`;
+}
+
+export function parseFolderRule(text: string, where: string): FolderRule {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new CorruptStore({ where, reason: 'folder rule is not valid JSON' });
+  }
+  const obj = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+  const fields = ['folder', 'requiredReadPermission', 'requiredWritePermission', 'updatedAt', 'updatedBy'] as const;
+  if (!fields.every((f) => typeof obj[f] === 'string')) throw new CorruptStore({ where, reason: 'folder rule is missing fields' });
+  return Object.fromEntries(fields.map((f) => [f, obj[f]])) as unknown as FolderRule;
 }

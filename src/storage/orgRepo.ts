@@ -1,13 +1,22 @@
 import { createHash } from 'node:crypto';
 import git from 'isomorphic-git';
 import type { Logger } from '../log.js';
-import { formatCommitMessage, type ItemAction } from './commitMessage.js';
+import { formatCommitMessage, formatFolderCommitMessage, type ItemAction } from './commitMessage.js';
 import { mapLimit } from './durable.js';
 import type { FsPromises } from './fs.js';
 import { IndexOverlay, ItemIndex, type IndexEntry, type IndexView } from './itemIndex.js';
-import { LAYOUT, parseRecord, serializeRecord, type ItemRecord } from './itemRecord.js';
+import { historyEntry, HistoryLog, type CommitFacts, type HistoryEntry } from './historyLog.js';
+import {
+  LAYOUT,
+  parseFolderRule,
+  parseRecord,
+  serializeFolderRule,
+  serializeRecord,
+  type FolderRule,
+  type ItemRecord,
+} from './itemRecord.js';
 import { Lru } from './lru.js';
-import { ObjectStager } from './objectStager.js';
+import { ObjectStager, type TreeEntry } from './objectStager.js';
 import { compareAndSwapRef, readRef } from './refs.js';
 import { TreeEditor, type TreeChange } from './treeEditor.js';
 import { listTreeFiles, treeReader } from './treeWalk.js';
@@ -17,7 +26,7 @@ import { listTreeFiles, treeReader } from './treeWalk.js';
  * exactly one commit. `put` writes content and record; `trash` moves the
  * content under `.trash/`; `restore` moves it back; `purge` removes both.
  */
-export interface WriteIntent {
+export interface ItemIntent {
   mutation: 'put' | 'trash' | 'restore' | 'purge';
   path: string;
   record: ItemRecord;
@@ -28,6 +37,24 @@ export interface WriteIntent {
   summary: string;
   author: { name: string; email: string };
   when: Date;
+}
+
+/** Sets (or, with null, removes) the rule of a folder. */
+export interface FolderRuleIntent {
+  mutation: 'folderRule';
+  folder: string;
+  rule: FolderRule | null;
+  summary: string;
+  author: { name: string; email: string };
+  when: Date;
+}
+
+export type WriteIntent = ItemIntent | FolderRuleIntent;
+
+/** An item as it was at some commit: its record and where its content was. */
+export interface ItemAtCommit {
+  record: ItemRecord;
+  blobOid: string;
 }
 
 /** The view a transaction decides on: committed state plus earlier commits of the same batch. */
@@ -41,6 +68,7 @@ export type Transaction = (view: RepoView) => WriteIntent | null | Promise<Write
 
 export interface WriteResult {
   commitId: string | null;
+  /** The item as written (null for a purge, a folder rule, or no commit). */
   entry: IndexEntry | null;
 }
 
@@ -79,6 +107,8 @@ export class OrgRepo {
   private closed = false;
   private head: string | null = null;
   private rootTree: string | null = null;
+  private historyLog: HistoryLog | null = null;
+  private readonly commitTrees = new Lru<string, string>(10_000);
 
   private constructor(
     readonly orgId: string,
@@ -112,13 +142,62 @@ export class OrgRepo {
     return this.index.iterate(options);
   }
 
-  async readContent(entry: IndexEntry): Promise<string> {
+  folderRule(folder: string): FolderRule | undefined {
+    return this.index.folderRule(folder);
+  }
+
+  /** Every folder rule, by folder path order. */
+  folderRules(): FolderRule[] {
+    return this.index.folderRules();
+  }
+
+  async readContent(entry: Pick<IndexEntry, 'blobOid'>): Promise<string> {
     const cached = this.contentCache.get(entry.blobOid);
     if (cached !== undefined) return cached;
-    const { blob } = await git.readBlob({ fs: this.gitFs, gitdir: this.gitdir, oid: entry.blobOid, cache: this.gitCache });
-    const text = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).toString('utf8');
+    const text = await this.readBlobText(entry.blobOid);
     this.contentCache.set(entry.blobOid, text);
     return text;
+  }
+
+  /** The commits of main, and of each item: answered from the history log, not by walking git. */
+  get history(): HistoryLog {
+    if (!this.historyLog) throw new Error(`repository ${this.orgId} is not loaded`);
+    return this.historyLog;
+  }
+
+  /** The item at `path` as it was in commit `commitId` (live or in the trash then), or null if there was none. */
+  async readAt(commitId: string, path: string): Promise<ItemAtCommit | null> {
+    let tree = this.commitTrees.get(commitId);
+    if (!tree) {
+      tree = (await git.readCommit({ fs: this.gitFs, gitdir: this.gitdir, oid: commitId, cache: this.gitCache })).commit.tree;
+      this.commitTrees.set(commitId, tree);
+    }
+    const recordOid = await this.lookup(tree, LAYOUT.recordPath(path));
+    if (!recordOid) return null;
+    const record = parseRecord(await this.readBlobText(recordOid), `${this.orgId}@${commitId}:${path}`);
+    const blobOid = await this.lookup(tree, record.deletedAt ? LAYOUT.trashPath(path) : path);
+    return blobOid ? { record, blobOid } : null;
+  }
+
+  private async lookup(tree: string, path: string): Promise<string | undefined> {
+    let oid = tree;
+    for (const part of path.split('/')) {
+      const entry: TreeEntry | undefined = (await this.trees.entries(oid)).find((e) => e.path === part);
+      if (!entry) return undefined;
+      oid = entry.oid;
+    }
+    return oid;
+  }
+
+  private async readBlobText(oid: string): Promise<string> {
+    const { blob } = await git.readBlob({ fs: this.gitFs, gitdir: this.gitdir, oid, cache: this.gitCache });
+    return Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).toString('utf8');
+  }
+
+  private async commitFacts(oid: string): Promise<CommitFacts> {
+    const { commit } = await git.readCommit({ fs: this.gitFs, gitdir: this.gitdir, oid, cache: this.gitCache });
+    this.commitTrees.set(oid, commit.tree);
+    return { parent: commit.parent[0] ?? null, message: commit.message, author: commit.author };
   }
 
   /** Queues a transaction; resolves once its commit (if any) is durable and published. */
@@ -150,6 +229,7 @@ export class OrgRepo {
     const view: RepoView = {
       get: (path) => overlay.get(path),
       hasEntriesUnder: (folder) => overlay.hasEntriesUnder(folder),
+      folderRule: (folder) => overlay.folderRule(folder),
       contentMatches: (entry, content) => hashBlob(Buffer.from(content, 'utf8')) === entry.blobOid,
     };
     const stager = new ObjectStager();
@@ -157,6 +237,7 @@ export class OrgRepo {
     let head = this.head;
     let root = this.rootTree;
     const outcomes: Array<{ pending: Pending; result?: WriteResult; error?: unknown }> = [];
+    const published: HistoryEntry[] = [];
     for (const pending of batch) {
       try {
         const intent = await pending.txn(view);
@@ -165,9 +246,11 @@ export class OrgRepo {
           continue;
         }
         const built = await this.buildCommit({ intent, overlay, head, root, stager, written });
+        published.push(built.history);
         head = built.commitId;
         root = built.root;
-        overlay.set(intent.path, built.entry);
+        if (intent.mutation === 'folderRule') overlay.setFolderRule(intent.folder, intent.rule);
+        else overlay.set(intent.path, built.entry);
         outcomes.push({ pending, result: { commitId: built.commitId, entry: built.entry } });
       } catch (error) {
         outcomes.push({ pending, error });
@@ -189,6 +272,7 @@ export class OrgRepo {
       this.head = head;
       this.rootTree = root;
       for (const [oid, text] of written) this.contentCache.set(oid, text);
+      await this.history.append(published);
     }
     for (const o of outcomes) {
       if (o.result) o.pending.resolve(o.result);
@@ -203,30 +287,38 @@ export class OrgRepo {
     root: string | null;
     stager: ObjectStager;
     written: Map<string, string>;
-  }): Promise<{ commitId: string; root: string; entry: IndexEntry | null }> {
-    const { intent, overlay, stager } = args;
+  }): Promise<{ commitId: string; root: string; entry: IndexEntry | null; history: HistoryEntry }> {
+    const { intent, stager } = args;
+    const { changes, entry, message } =
+      intent.mutation === 'folderRule' ? await this.folderChanges(intent, stager) : await this.itemChanges(intent, args);
+    const root = await this.trees.apply(args.root, changes, stager);
+    const author = { ...intent.author, timestamp: Math.floor(intent.when.getTime() / 1000) };
+    const parents = args.head ? [args.head] : [];
+    const commitId = await stager.writeCommit({ tree: root, parents, author, message });
+    return { commitId, root, entry, history: historyEntry(commitId, { parent: args.head, message, author }) };
+  }
+
+  private async itemChanges(
+    intent: ItemIntent,
+    args: { overlay: IndexOverlay; stager: ObjectStager; written: Map<string, string> },
+  ): Promise<{ changes: TreeChange[]; entry: IndexEntry | null; message: string }> {
     const { path, record } = intent;
-    const current = overlay.get(path);
+    const { stager } = args;
+    const current = args.overlay.get(path);
     const changes: TreeChange[] = [];
     let blobOid: string;
-    switch (intent.mutation) {
-      case 'put': {
-        const content = intent.content ?? '';
-        blobOid = await stager.writeBlob(Buffer.from(content, 'utf8'));
-        args.written.set(blobOid, content);
-        changes.push({ path, oid: blobOid });
-        break;
-      }
-      case 'trash':
-      case 'restore':
-      case 'purge': {
-        if (!current) throw new Error(`no entry at ${path} to ${intent.mutation}`);
-        blobOid = current.blobOid;
-        const live = { path, oid: intent.mutation === 'restore' ? blobOid : null };
-        const trashed = { path: LAYOUT.trashPath(path), oid: intent.mutation === 'trash' ? blobOid : null };
-        changes.push(live, trashed);
-        break;
-      }
+    if (intent.mutation === 'put') {
+      const content = intent.content ?? '';
+      blobOid = await stager.writeBlob(Buffer.from(content, 'utf8'));
+      args.written.set(blobOid, content);
+      changes.push({ path, oid: blobOid });
+    } else {
+      if (!current) throw new Error(`no entry at ${path} to ${intent.mutation}`);
+      blobOid = current.blobOid;
+      changes.push(
+        { path, oid: intent.mutation === 'restore' ? blobOid : null },
+        { path: LAYOUT.trashPath(path), oid: intent.mutation === 'trash' ? blobOid : null },
+      );
     }
     let entry: IndexEntry | null = null;
     if (intent.mutation === 'purge') {
@@ -236,14 +328,17 @@ export class OrgRepo {
       changes.push({ path: LAYOUT.recordPath(path), oid: recordOid });
       entry = { record, blobOid, recordOid };
     }
-    const root = await this.trees.apply(args.root, changes, stager);
-    const commitId = await stager.writeCommit({
-      tree: root,
-      parents: args.head ? [args.head] : [],
-      author: { ...intent.author, timestamp: Math.floor(intent.when.getTime() / 1000) },
-      message: formatCommitMessage(intent.summary, { itemId: record.id, itemPath: path, action: intent.action }),
-    });
-    return { commitId, root, entry };
+    const message = formatCommitMessage(intent.summary, { itemId: record.id, itemPath: path, action: intent.action });
+    return { changes, entry, message };
+  }
+
+  private async folderChanges(
+    intent: FolderRuleIntent,
+    stager: ObjectStager,
+  ): Promise<{ changes: TreeChange[]; entry: null; message: string }> {
+    const oid = intent.rule ? await stager.writeBlob(Buffer.from(serializeFolderRule(intent.rule), 'utf8')) : null;
+    const changes = [{ path: LAYOUT.folderRulePath(intent.folder), oid }];
+    return { changes, entry: null, message: formatFolderCommitMessage(intent.summary, intent.folder) };
   }
 
   /**
@@ -274,9 +369,23 @@ export class OrgRepo {
         }
         index.set(path, { record, blobOid, recordOid });
       });
+      const rulePrefix = `${LAYOUT.foldersRoot}/`;
+      for (const [file, oid] of files) {
+        if (!file.startsWith(rulePrefix) || !file.endsWith('/.rule.json')) continue;
+        const rule = parseFolderRule(await this.readBlobText(oid), `${this.orgId}:${file}`);
+        index.setFolderRule(file.slice(rulePrefix.length, -'/.rule.json'.length), rule);
+      }
     }
+    const history = await HistoryLog.load({
+      fs: this.fs,
+      gitdir: this.gitdir,
+      head,
+      readCommit: (oid) => this.commitFacts(oid),
+      logger: this.logger,
+    });
     // Swap in one step: a reload after a failed flush replaces everything at once.
     this.index = index;
+    this.historyLog = history;
     this.head = head;
     this.rootTree = rootTree;
   }

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { silentLogger } from '../../src/log.js';
 import type { FsPromises } from '../../src/storage/fs.js';
 import type { ItemRecord } from '../../src/storage/itemRecord.js';
-import { OrgRepo, type RepoView, type WriteIntent } from '../../src/storage/orgRepo.js';
+import { OrgRepo, type ItemIntent, type RepoView, type WriteIntent } from '../../src/storage/orgRepo.js';
 import { OrgStore } from '../../src/storage/orgStore.js';
 import { fsckStrict, git } from '../support/git.js';
 import { tmpDir } from '../support/tmp.js';
@@ -13,7 +13,7 @@ import { tmpDir } from '../support/tmp.js';
 const fs = nodeFs as unknown as FsPromises;
 const AUTHOR = { name: 'Ada Lovelace (ci)', email: 'key_00112233aabbccdd' };
 
-function intent(view: RepoView, path: string, mutation: WriteIntent['mutation'], content?: string): WriteIntent {
+function intent(view: RepoView, path: string, mutation: ItemIntent['mutation'], content?: string): WriteIntent {
   const current = view.get(path);
   const when = new Date(Date.UTC(2024, 2, 1, 10, 0, 0, 999));
   const base: ItemRecord = current?.record ?? {

@@ -1,53 +1,18 @@
 import Router from '@koa/router';
-import bodyParser from 'koa-bodyparser';
-import type { Middleware, ParameterizedContext } from 'koa';
-import { InvalidPath } from '../../domain/errors.js';
-import { deleteItem, getItem, listItems, putItem, requireRole } from '../../domain/items.js';
-import type { Permission } from '../../domain/permissions.js';
-import { UnsupportedMediaType } from '../httpErrors.js';
+import { InvalidInput } from '../../domain/errors.js';
+import { getItemAtRef, getItemVersion } from '../../domain/history.js';
+import { deleteItem, getItem, listItems, putItem } from '../../domain/items.js';
+import { API_PREFIX, jsonBody, pathAfter, requirePermission } from './common.js';
 import { formatEtag, parseEtagCondition, presentItem } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validation.js';
 
-export const API_PREFIX = '/api/v1/knowledge';
 const ITEMS_PREFIX = `${API_PREFIX}/items`;
-
-/**
- * The item path as the client wrote it, URL-decoded exactly once (contract §3):
- * `%2F` becomes "/", and `%252F` becomes the literal "%2F" (then refused by the path rules).
- */
-function itemPath(ctx: ParameterizedContext<AppState>): string {
-  const raw = ctx.path.slice(ITEMS_PREFIX.length).replace(/^\//, '');
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    throw new InvalidPath({ path: raw, rule: 'malformed percent-encoding' });
-  }
-}
-
-/** Refuses a role that lacks the operation's permission before its body is even read. */
-function requirePermission(permission: Permission): Middleware<AppState> {
-  return async (ctx, next) => {
-    requireRole(ctx.state.actor, permission);
-    await next();
-  };
-}
-
-/** 415 unless the body is declared JSON; the body parser ignores other types silently. */
-const requireJson: Middleware<AppState> = async (ctx, next) => {
-  if (!ctx.request.is('application/json')) throw new UnsupportedMediaType({ contentType: ctx.get('Content-Type') });
-  await next();
-};
 
 export function itemRoutes(options: { maxContentBytes: number }): Router<AppState> {
   const router = new Router<AppState>();
-  const parseJson = bodyParser({
-    enableTypes: ['json'],
-    extendTypes: { json: ['application/json'] },
-    // The content limit plus room for the other fields and JSON escaping (contract §6).
-    jsonLimit: String(options.maxContentBytes + 64 * 1024),
-    strict: true,
-  });
+  // The content limit plus room for the other fields and JSON escaping (contract §6).
+  const parseJson = jsonBody(options.maxContentBytes + 64 * 1024);
 
   router.get(API_PREFIX, async (ctx) => {
     const query = validateQuery.list(ctx.query);
@@ -68,9 +33,16 @@ export function itemRoutes(options: { maxContentBytes: number }): Router<AppStat
   const itemRoute = `${ITEMS_PREFIX}{/*path}`;
 
   router.get(itemRoute, async (ctx) => {
-    validateQuery.none(ctx.query);
+    const { version, ref } = validateQuery.getItem(ctx.query);
+    if (version !== undefined && ref !== undefined) throw new InvalidInput({ reason: 'Use either version or ref, not both' });
     const { actor, repo } = ctx.state;
-    const item = await getItem({ repo, actor, path: itemPath(ctx) });
+    const path = pathAfter(ctx, ITEMS_PREFIX);
+    const item =
+      version !== undefined
+        ? await getItemVersion({ repo, actor, path, version })
+        : ref !== undefined
+          ? await getItemAtRef({ repo, actor, path, ref })
+          : await getItem({ repo, actor, path });
     ctx.set('ETag', formatEtag(item.etag));
     const condition = parseEtagCondition(ctx.get('If-None-Match'));
     if (condition !== undefined && (condition === '*' || condition.includes(item.etag))) {
@@ -80,9 +52,9 @@ export function itemRoutes(options: { maxContentBytes: number }): Router<AppStat
     ctx.body = { success: true, data: { item: presentItem(actor.orgId, item) } };
   });
 
-  router.put(itemRoute, requirePermission('knowledge:write'), requireJson, parseJson, async (ctx) => {
+  router.put(itemRoute, requirePermission('knowledge:write'), parseJson, async (ctx) => {
     validateQuery.none(ctx.query);
-    const path = itemPath(ctx);
+    const path = pathAfter(ctx, ITEMS_PREFIX);
     const body = validateBody.putItem(ctx.request.body);
     const { actor, repo } = ctx.state;
     const { item } = await putItem({
@@ -104,7 +76,7 @@ export function itemRoutes(options: { maxContentBytes: number }): Router<AppStat
   router.delete(itemRoute, requirePermission('knowledge:admin'), async (ctx) => {
     validateQuery.none(ctx.query);
     const { actor, repo } = ctx.state;
-    await deleteItem({ repo, actor, path: itemPath(ctx) });
+    await deleteItem({ repo, actor, path: pathAfter(ctx, ITEMS_PREFIX) });
     ctx.body = { success: true, data: { message: 'Knowledge item deleted' } };
   });
 

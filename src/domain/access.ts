@@ -1,0 +1,36 @@
+import type { IndexEntry, IndexView } from '../storage/itemIndex.js';
+import type { ItemRecord } from '../storage/itemRecord.js';
+import { Forbidden } from './errors.js';
+import type { Actor } from './keys.js';
+import { can, INHERIT, PERMISSIONS, resolveRequirement, type FolderRuleLookup, type Permission, type PermissionRequirement } from './permissions.js';
+
+/** Where folder rules come from: the repository, or a batch's view of it. */
+export type RuleSource = Pick<IndexView, 'folderRule'>;
+
+export function rulesOf(source: RuleSource): FolderRuleLookup {
+  return (folder, kind) => {
+    const rule = source.folderRule(folder);
+    const value = kind === 'read' ? rule?.requiredReadPermission : rule?.requiredWritePermission;
+    return value !== undefined && value !== INHERIT && (PERMISSIONS as readonly string[]).includes(value) ? (value as Permission) : undefined;
+  };
+}
+
+export function requireRole(actor: Actor, permission: Permission): void {
+  if (!can(actor.role, permission)) throw new Forbidden({ permission });
+}
+
+/** The permission an item needs for reading or writing, `inherit` resolved (contract §2). */
+export function requirement(record: ItemRecord, kind: 'read' | 'write', rules: RuleSource): Permission {
+  const value = kind === 'read' ? record.requiredReadPermission : record.requiredWritePermission;
+  return resolveRequirement({ requirement: value as PermissionRequirement, path: record.path, kind, folderRule: rulesOf(rules) });
+}
+
+/** The role may see this item's record, history and trash entry (live or not). */
+export function canSee(actor: Actor, record: ItemRecord, rules: RuleSource): boolean {
+  return can(actor.role, requirement(record, 'read', rules));
+}
+
+/** A live item the role may read; anything else is absent for this role. */
+export function readable(actor: Actor, entry: IndexEntry | undefined, rules: RuleSource): entry is IndexEntry {
+  return entry !== undefined && entry.record.deletedAt === null && canSee(actor, entry.record, rules);
+}

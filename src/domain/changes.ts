@@ -1,0 +1,47 @@
+import type { OrgRepo } from '../storage/orgRepo.js';
+import { canSee, requireRole } from './access.js';
+import { InvalidInput } from './errors.js';
+import type { Actor } from './keys.js';
+import { can } from './permissions.js';
+
+/** One item's net change since the given commit. */
+export interface ChangeView {
+  id: string;
+  path: string;
+  change: 'created' | 'updated' | 'deleted';
+  /** The last commit that changed the item. */
+  commitId: string;
+  timestamp: string;
+}
+
+const COMMIT_ID = /^[0-9a-f]{40}$/;
+
+/**
+ * `GET /changes?since=<commit>` (contract §4): what an agent must apply to a copy
+ * made at `since` to match `head`. One entry per item, in the order of their last
+ * change; items the role may not see are left out. A purged item's record is
+ * gone, so only admins learn of its purge.
+ */
+export function changesSince(args: { repo: OrgRepo; actor: Actor; since: string }): { head: string | null; changes: ChangeView[] } {
+  const { repo, actor, since } = args;
+  requireRole(actor, 'knowledge:read');
+  const after = COMMIT_ID.test(since) ? repo.history.after(since) : undefined;
+  if (!after) throw new InvalidInput({ reason: 'since must be the full id of a commit of this organization' });
+  const byItem = new Map<string, { first: string; last: (typeof after)[number] }>();
+  for (const entry of after) {
+    if (!entry.item) continue;
+    const seen = byItem.get(entry.item.id);
+    byItem.delete(entry.item.id); // re-inserted last: the map stays in order of last change
+    byItem.set(entry.item.id, { first: seen?.first ?? entry.item.action, last: entry });
+  }
+  const changes: ChangeView[] = [];
+  for (const [id, { first, last }] of byItem) {
+    const path = last.item?.path as string;
+    const now = repo.get(path);
+    const same = now?.record.id === id ? now : undefined;
+    if (same ? !canSee(actor, same.record, repo) : !can(actor.role, 'knowledge:admin')) continue;
+    const change = !same || same.record.deletedAt !== null ? 'deleted' : first === 'create' ? 'created' : 'updated';
+    changes.push({ id, path, change, commitId: last.commitId, timestamp: new Date(last.timestamp * 1000).toISOString() });
+  }
+  return { head: repo.headCommit, changes };
+}

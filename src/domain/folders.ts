@@ -1,0 +1,83 @@
+import type { FolderRule } from '../storage/itemRecord.js';
+import type { OrgRepo } from '../storage/orgRepo.js';
+import { requireRole } from './access.js';
+import { InvalidInput } from './errors.js';
+import { authorOf } from './items.js';
+import type { Actor } from './keys.js';
+import { validateFolderPrefix } from './paths.js';
+import { INHERIT, READ_REQUIREMENTS, WRITE_REQUIREMENTS, type PermissionRequirement } from './permissions.js';
+
+/** A folder's rule as the API shows it: `inherit` where it sets nothing. */
+export interface FolderRuleView {
+  folder: string;
+  requiredReadPermission: string;
+  requiredWritePermission: string;
+  updatedAt: string | null;
+}
+
+function validateFolder(folder: string): string {
+  return validateFolderPrefix(`${folder}/`).slice(0, -1);
+}
+
+function present(folder: string, rule: FolderRule | undefined): FolderRuleView {
+  return {
+    folder,
+    requiredReadPermission: rule?.requiredReadPermission ?? INHERIT,
+    requiredWritePermission: rule?.requiredWritePermission ?? INHERIT,
+    updatedAt: rule?.updatedAt ?? null,
+  };
+}
+
+export function getFolderRule(args: { repo: OrgRepo; actor: Actor; folder: string }): FolderRuleView {
+  requireRole(args.actor, 'knowledge:admin');
+  const folder = validateFolder(args.folder);
+  return present(folder, args.repo.folderRule(folder));
+}
+
+export function listFolderRules(args: { repo: OrgRepo; actor: Actor }): FolderRuleView[] {
+  requireRole(args.actor, 'knowledge:admin');
+  return args.repo.folderRules().map((r) => present(r.folder, r));
+}
+
+/**
+ * Sets what `inherit` resolves to under a folder: one commit, in effect for
+ * lists and gets at once. A field left out keeps its value; `inherit` clears it;
+ * a rule that sets nothing is removed.
+ */
+export async function setFolderRule(args: {
+  repo: OrgRepo;
+  actor: Actor;
+  folder: string;
+  requiredReadPermission?: string;
+  requiredWritePermission?: string;
+}): Promise<FolderRuleView> {
+  const { repo, actor } = args;
+  requireRole(actor, 'knowledge:admin');
+  const folder = validateFolder(args.folder);
+  const read = check('requiredReadPermission', args.requiredReadPermission, READ_REQUIREMENTS);
+  const write = check('requiredWritePermission', args.requiredWritePermission, WRITE_REQUIREMENTS);
+  let result: FolderRule | undefined;
+  await repo.write((v) => {
+    const current = v.folderRule(folder);
+    const nextRead = read ?? current?.requiredReadPermission ?? INHERIT;
+    const nextWrite = write ?? current?.requiredWritePermission ?? INHERIT;
+    if (nextRead === (current?.requiredReadPermission ?? INHERIT) && nextWrite === (current?.requiredWritePermission ?? INHERIT)) {
+      result = current;
+      return null;
+    }
+    const when = new Date();
+    const empty = nextRead === INHERIT && nextWrite === INHERIT;
+    const rule = empty ? null : { folder, requiredReadPermission: nextRead, requiredWritePermission: nextWrite, updatedAt: when.toISOString(), updatedBy: actor.keyId };
+    result = rule ?? undefined;
+    const summary = empty ? `Remove the rule of folder ${folder}` : `Set the rule of folder ${folder}`;
+    return { mutation: 'folderRule', folder, rule, summary, author: authorOf(actor), when };
+  });
+  return present(folder, result);
+}
+
+function check(field: string, value: string | undefined, allowed: readonly PermissionRequirement[]): string | undefined {
+  if (value !== undefined && !(allowed as readonly string[]).includes(value)) {
+    throw new InvalidInput({ reason: `${field} must be one of ${allowed.join(', ')}` });
+  }
+  return value;
+}
