@@ -2,7 +2,6 @@ import type { OrgRepo } from '../storage/orgRepo.js';
 import { canSee, requireRole } from './access.js';
 import { InvalidInput } from './errors.js';
 import type { Actor } from './keys.js';
-import { can } from './permissions.js';
 
 /** One item's net change since the given commit. */
 export interface ChangeView {
@@ -19,10 +18,14 @@ const COMMIT_ID = /^[0-9a-f]{40}$/;
 /**
  * `GET /changes?since=<commit>` (contract §4): what an agent must apply to a copy
  * made at `since` to match `head`. One entry per item, in the order of their last
- * change; items the role may not see are left out. A purged item's record is
- * gone, so only admins learn of its purge.
+ * change; items the role may not see are left out. A purged item's record is gone
+ * from the tree, so the role is checked against the record it had just before the purge.
  */
-export function changesSince(args: { repo: OrgRepo; actor: Actor; since: string }): { head: string | null; changes: ChangeView[] } {
+export async function changesSince(args: {
+  repo: OrgRepo;
+  actor: Actor;
+  since: string;
+}): Promise<{ head: string | null; changes: ChangeView[] }> {
   const { repo, actor, since } = args;
   requireRole(actor, 'knowledge:read');
   const after = COMMIT_ID.test(since) ? repo.history.after(since) : undefined;
@@ -38,9 +41,11 @@ export function changesSince(args: { repo: OrgRepo; actor: Actor; since: string 
   for (const [id, { first, last }] of byItem) {
     const path = last.item?.path as string;
     const now = repo.get(path);
-    const same = now?.record.id === id ? now : undefined;
-    if (same ? !canSee(actor, same.record, repo) : !can(actor.role, 'knowledge:admin')) continue;
-    const change = !same || same.record.deletedAt !== null ? 'deleted' : first === 'create' ? 'created' : 'updated';
+    const live = now?.record.id === id ? now.record : undefined;
+    const record = live ?? (last.parent ? (await repo.readAt(last.parent, path))?.record : undefined);
+    if (!record || record.id !== id || !canSee(actor, record, repo)) continue;
+    // A copy made at `since` lacks items created, or restored from the trash, after it.
+    const change = !live || live.deletedAt !== null ? 'deleted' : first === 'create' || first === 'restore' ? 'created' : 'updated';
     changes.push({ id, path, change, commitId: last.commitId, timestamp: new Date(last.timestamp * 1000).toISOString() });
   }
   return { head: repo.headCommit, changes };

@@ -63,7 +63,7 @@ export function adminRoutes(deps: { keys: KeyStore }): Router<AppState> {
   router.get(`${API_PREFIX}/changes`, async (ctx) => {
     const { since } = validateQuery.changes(ctx.query);
     const { actor, repo } = ctx.state;
-    ctx.body = { success: true, data: changesSince({ repo, actor, since }) };
+    ctx.body = { success: true, data: await changesSince({ repo, actor, since }) };
   });
 
   router.get(`${API_PREFIX}/keys`, admin, async (ctx) => {
