@@ -8,6 +8,7 @@ import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';
 import { requestContext } from './middleware/requestContext.js';
 import { adminRoutes } from './routes/admin.js';
+import { gitRoutes } from './routes/git.js';
 import { historyRoutes } from './routes/history.js';
 import { itemRoutes } from './routes/items.js';
 import type { AppState } from './state.js';
@@ -27,6 +28,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const router = itemRoutes({ maxContentBytes: deps.config.maxContentBytes });
   router.use(historyRoutes({ maxContentBytes: deps.config.maxContentBytes }).routes());
   router.use(adminRoutes({ keys: deps.keys }).routes());
+  router.use(gitRoutes(deps).routes());
 
   app.use(requestContext(deps.logger));
   app.use(errorEnvelope(deps.logger));

@@ -17,11 +17,18 @@ type Row = (err: KnowledgeError) => Omit<ErrorResponse, 'fault'>;
 
 const TABLE: Record<string, Row> = {
   UNAUTHORIZED: () => ({ status: 401, message: 'Invalid API key' }),
+  GIT_AUTH_REQUIRED: () => ({
+    status: 401,
+    message: 'Invalid API key: use an admin API key as the password (http://x:<key>@host/git/<org>.git)',
+    headers: { 'WWW-Authenticate': 'Basic realm="knowledge-store", charset="UTF-8"' },
+  }),
+  GIT_PUSH_REFUSED: () => ({ status: 403, message: 'Pushing is not allowed: the repository is read-only; write through the API' }),
   FORBIDDEN: (err) => ({ status: 403, message: err.message }),
   ITEM_NOT_FOUND: () => ({ status: 404, message: 'Knowledge item not found' }),
   ROUTE_NOT_FOUND: () => ({ status: 404, message: 'Not found' }),
   METHOD_NOT_ALLOWED: () => ({ status: 405, message: 'Method not allowed' }),
   KEY_NOT_FOUND: () => ({ status: 404, message: 'API key not found' }),
+  ORG_NOT_FOUND: () => ({ status: 404, message: 'Repository not found' }),
   VERSION_NOT_FOUND: () => ({ status: 404, message: 'Version not found' }),
   ITEM_IN_TRASH: () => ({
     status: 409,

@@ -31,3 +31,17 @@ export class MethodNotAllowed extends KnowledgeError<Record<string, never>> {
     super('METHOD_NOT_ALLOWED', 'method not allowed on this route', {});
   }
 }
+
+/** Git over HTTP without credentials: 401 with a Basic challenge, so git asks for (or reports) them. */
+export class GitAuthRequired extends KnowledgeError<Record<string, never>> {
+  constructor() {
+    super('GIT_AUTH_REQUIRED', 'git access needs an admin API key as the HTTP Basic password', {});
+  }
+}
+
+/** Pushes are refused: the repository changes only through the API. */
+export class GitPushRefused extends KnowledgeError<Record<string, never>> {
+  constructor() {
+    super('GIT_PUSH_REFUSED', 'the repository is read-only over git', {});
+  }
+}

@@ -5,8 +5,9 @@ import { RouteNotFound } from '../httpErrors.js';
 import type { AppState } from '../state.js';
 
 /**
- * Every response is a JSON envelope with `success`; every failure is
- * `{ success: false, error }` with a status from the error table. A fault of
+ * Every API response is a JSON envelope with `success`; every failure is
+ * `{ success: false, error }` with a status from the error table. Under `/git/`
+ * the client is git, which shows a text/plain error body to its user. A fault of
  * ours is logged with the request id, and the client sees no stack or path.
  */
 export function errorEnvelope(logger: Logger): Middleware<AppState> {
@@ -26,7 +27,13 @@ export function errorEnvelope(logger: Logger): Middleware<AppState> {
       }
       ctx.status = response.status;
       for (const [name, value] of Object.entries(response.headers ?? {})) ctx.set(name, value);
-      ctx.body = { success: false, error: response.message };
+      if (ctx.path.startsWith('/git/')) {
+        // git prints a text/plain error body to the user ("remote: ..."); JSON it would hide.
+        ctx.type = 'text/plain';
+        ctx.body = `${response.message}\n`;
+      } else {
+        ctx.body = { success: false, error: response.message };
+      }
     }
   };
 }

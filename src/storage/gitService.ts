@@ -1,0 +1,54 @@
+import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
+
+/**
+ * C git serves clones and fetches (design.md, storage rule 9): isomorphic-git
+ * cannot run upload-pack. Only upload-pack, and only in stateless-rpc mode, the
+ * way `git http-backend` runs it; receive-pack is never started, so nothing can
+ * be pushed.
+ */
+export interface UploadPack {
+  stdout: Readable;
+  /** Resolves with git's exit code and what it wrote on stderr. */
+  done: Promise<{ code: number | null; stderr: string }>;
+  kill(): void;
+}
+
+/** `Git-Protocol` header values git sends: `version=2`, possibly with other `key=value` pairs. */
+export function sanitizeGitProtocol(header: string): string | undefined {
+  const parts = header.split(':').filter((p) => /^[a-z0-9-]+=[a-z0-9.-]+$/i.test(p));
+  return parts.length > 0 ? parts.join(':') : undefined;
+}
+
+export function uploadPack(args: {
+  gitdir: string;
+  advertiseRefs: boolean;
+  protocol?: string;
+  input?: Readable;
+  /** Kills git when it runs longer than this (a stuck or abusive client). */
+  timeoutMs?: number;
+}): UploadPack {
+  const argv = ['upload-pack', '--stateless-rpc', ...(args.advertiseRefs ? ['--advertise-refs'] : []), args.gitdir];
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, GIT_CONFIG_NOSYSTEM: '1' };
+  if (args.protocol) env.GIT_PROTOCOL = args.protocol;
+  const child = spawn('git', argv, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  if (!args.input) child.stdin.end();
+  const timer = setTimeout(() => child.kill('SIGKILL'), args.timeoutMs ?? 10 * 60_000);
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    if (stderr.length < 4096) stderr += chunk.toString('utf8');
+  });
+  if (args.input) {
+    args.input.on('error', () => child.kill('SIGKILL'));
+    child.stdin.on('error', () => undefined); // git may stop reading early; its exit code tells
+    args.input.pipe(child.stdin);
+  }
+  const done = new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    child.on('error', (err) => resolve({ code: -1, stderr: String(err) }));
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+  return { stdout: child.stdout, done, kill: () => child.kill('SIGKILL') };
+}
