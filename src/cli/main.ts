@@ -12,6 +12,8 @@ import type { FsPromises } from '../storage/fs.js';
 import { KeyStore } from '../storage/keyStore.js';
 import { OrgStore } from '../storage/orgStore.js';
 import { verifyRepository } from '../storage/verify.js';
+import { STORE_RULES } from '../domain/integrity.js';
+import { ImportRefused, importOrganization } from '../domain/orgImport.js';
 
 /**
  * `knowledge-store`: the server and the admin commands (contract §1). Results
@@ -87,6 +89,20 @@ export function buildProgram(): Command {
       print(opts, created.secret, { orgId: created.orgId, keyId: created.keyId, key: created.secret });
     });
 
+  org
+    .command('import <orgId>')
+    .description('create an organization from a clone of another one (backup restore); prints its new admin key')
+    .requiredOption('--from <source>', 'git URL or path of the repository (e.g. a backup clone)')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (orgId: string, opts: Common & { from: string }) => {
+      const { orgs, keys } = stores(opts);
+      const progress = (line: string): void => void process.stderr.write(`${line}\n`);
+      const imported = await importOrganization({ fs, orgs, keys, orgId, source: opts.from, progress });
+      progress(`Imported ${imported.orgId}: ${imported.items} items, ${imported.trashed} in trash.`);
+      print(opts, imported.secret, { orgId: imported.orgId, keyId: imported.keyId, key: imported.secret, items: imported.items, trashed: imported.trashed });
+    });
+
   const key = program.command('key').description('API keys');
   key
     .command('create')
@@ -143,7 +159,7 @@ export function buildProgram(): Command {
       for (const orgId of ids) {
         if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
         if (!opts.json) process.stderr.write(`Checking ${orgId}...\n`);
-        reports.push(await verifyRepository({ fs, gitdir: orgs.gitdirOf(orgId), orgId }));
+        reports.push(await verifyRepository({ fs, gitdir: orgs.gitdirOf(orgId), orgId, rules: STORE_RULES }));
       }
       const lines = reports.map((r) =>
         r.problems.length === 0
@@ -163,6 +179,7 @@ async function main(): Promise<void> {
   } catch (err) {
     const message = isKnowledgeError(err) || err instanceof ConfigError ? err.message : err instanceof Error ? err.message : String(err);
     process.stderr.write(`knowledge-store: ${message}\n`);
+    if (err instanceof ImportRefused) for (const problem of err.data.problems) process.stderr.write(`  - ${problem}\n`);
     if (!isKnowledgeError(err) && !(err instanceof ConfigError) && err instanceof Error && process.env.LOG_LEVEL === 'debug') {
       process.stderr.write(`${err.stack ?? ''}\n`);
     }

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 
 /**
@@ -51,4 +51,24 @@ export function uploadPack(args: {
     });
   });
   return { stdout: child.stdout, done, kill: () => child.kill('SIGKILL') };
+}
+
+/** Runs C git to completion; never throws: the exit code and output tell what happened. */
+export function runGit(argv: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      'git',
+      argv,
+      {
+        maxBuffer: 16 * 1024 * 1024,
+        timeout: options.timeoutMs ?? 30 * 60_000,
+        env: { ...process.env, GIT_TERMINAL_PROMPT: '0', ...options.env },
+      },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        const why = err && typeof err.code !== 'number' ? `${err.message}\n` : '';
+        resolve({ code, output: `${why}${stdout}${stderr}` });
+      },
+    );
+  });
 }

@@ -8,6 +8,7 @@ import type { FsPromises } from './fs.js';
 import { LAYOUT, STORE_CONFIG } from './itemRecord.js';
 import { ObjectStager } from './objectStager.js';
 import { OrgRepo } from './orgRepo.js';
+import { runGit } from './gitService.js';
 import { compareAndSwapRef, MAIN_REF } from './refs.js';
 import { TreeEditor } from './treeEditor.js';
 
@@ -118,8 +119,61 @@ export class OrgStore {
     }
   }
 
+  /**
+   * Clones `source` (a git URL or path) into a temporary bare repository next to
+   * the organizations, for `org import` to check before `adopt` or `discard`.
+   * Objects are checked on receipt (transfer.fsckObjects: no `.git` or `..` tree
+   * entries), the clone keeps only `main`, and the remote is removed: its URL may
+   * hold a key.
+   */
+  async cloneForImport(orgId: string, source: string): Promise<{ gitdir: string; problems: string[] }> {
+    const { fs } = this.options;
+    await fs.mkdir(this.root, { recursive: true });
+    if (await this.exists(orgId)) throw new OrgAlreadyExists({ orgId });
+    const gitdir = `${this.root}/.importing-${orgId}-${randomBytes(4).toString('hex')}`;
+    const local = !/^[a-z][a-z0-9+.-]*:\/\//i.test(source);
+    const clone = await runGit([
+      '-c', 'transfer.fsckObjects=true',
+      '-c', 'protocol.file.allow=always',
+      'clone', '--bare', '--quiet', ...(local ? ['--no-local'] : []), '--', source, gitdir,
+    ]);
+    if (clone.code !== 0) return { gitdir, problems: [`git clone failed: ${redact(clone.output.trim(), source)}`] };
+    const git = (...argv: string[]) => runGit(['--git-dir', gitdir, ...argv]);
+    await git('remote', 'remove', 'origin');
+    const main = await git('rev-parse', '--verify', '--quiet', `${MAIN_REF}^{commit}`);
+    if (main.code !== 0) return { gitdir, problems: ['the source has no branch main'] };
+    await git('symbolic-ref', 'HEAD', MAIN_REF);
+    const refs = (await git('for-each-ref', '--format=%(refname)')).output.split('\n').filter((r) => r && r !== MAIN_REF);
+    for (const ref of refs) await git('update-ref', '-d', ref);
+    return { gitdir, problems: [] };
+  }
+
+  /** Makes a checked import the organization's repository, durably. */
+  async adopt(gitdir: string, orgId: string): Promise<void> {
+    const { fs } = this.options;
+    await fsyncTree(fs, gitdir);
+    try {
+      await fs.rename(gitdir, this.gitdirOf(orgId));
+    } catch (err) {
+      const code = errnoCode(err);
+      if (code === 'ENOTEMPTY' || code === 'EEXIST') throw new OrgAlreadyExists({ orgId });
+      throw err;
+    }
+    await fsyncDir(fs, this.root);
+  }
+
+  async discard(gitdir: string): Promise<void> {
+    await this.options.fs.rm(gitdir, { recursive: true, force: true });
+  }
+
   async closeAll(): Promise<void> {
     const repos = await Promise.all([...this.open.values()].map((p) => p.catch(() => null)));
     await Promise.all(repos.map((r) => r?.close()));
   }
+}
+
+/** Keeps a key given in a source URL out of messages. */
+function redact(text: string, source: string): string {
+  const secret = /:\/\/[^/@]*:([^@/]+)@/.exec(source)?.[1];
+  return secret ? text.split(secret).join('***') : text;
 }

@@ -1,9 +1,19 @@
-import { execFile } from 'node:child_process';
 import git from 'isomorphic-git';
 import type { FsPromises } from './fs.js';
-import { LAYOUT, parseRecord } from './itemRecord.js';
+import { runGit } from './gitService.js';
+import { LAYOUT, parseFolderRule, parseRecord, STORE_CONFIG, type FolderRule, type ItemRecord } from './itemRecord.js';
 import { readRef } from './refs.js';
 import { listTreeFiles, treeReader } from './treeWalk.js';
+
+/**
+ * The domain's rules for what a repository may hold (path rules, permission
+ * values), passed in: storage does not know them. Each returns problems, if any.
+ */
+export interface StoreRules {
+  itemPath(path: string): string | undefined;
+  record(record: ItemRecord): string[];
+  folderRule(folder: string, rule: FolderRule): string[];
+}
 
 export interface VerifyReport {
   orgId: string;
@@ -20,8 +30,13 @@ export interface VerifyReport {
  * has its content (at the path, or under `.trash/` when deleted), every file
  * has a record, ids are unique.
  */
-export async function verifyRepository(args: { fs: FsPromises; gitdir: string; orgId: string }): Promise<VerifyReport> {
-  const { fs, gitdir, orgId } = args;
+export async function verifyRepository(args: {
+  fs: FsPromises;
+  gitdir: string;
+  orgId: string;
+  rules?: StoreRules;
+}): Promise<VerifyReport> {
+  const { fs, gitdir, orgId, rules } = args;
   const problems: string[] = [];
   const fsck = await runGit(['--git-dir', gitdir, 'fsck', '--strict', '--no-progress']);
   if (fsck.code !== 0) problems.push(`git fsck --strict failed: ${fsck.output.trim() || `exit ${fsck.code}`}`);
@@ -39,7 +54,21 @@ export async function verifyRepository(args: { fs: FsPromises; gitdir: string; o
   const cache = {};
   const { commit } = await git.readCommit({ fs: { promises: fs }, gitdir, oid: report.head, cache });
   const files = await listTreeFiles({ tree: commit.tree, readTree: treeReader(fs, gitdir, cache) });
-  if (!files.has(LAYOUT.configPath)) problems.push(`${LAYOUT.configPath} is missing: not a knowledge store repository`);
+  const configOid = files.get(LAYOUT.configPath);
+  if (!configOid) problems.push(`${LAYOUT.configPath} is missing: not a knowledge store repository`);
+  else {
+    const text = Buffer.from((await git.readBlob({ fs: { promises: fs }, gitdir, oid: configOid, cache })).blob).toString('utf8');
+    let config: unknown;
+    try {
+      config = JSON.parse(text);
+    } catch {
+      config = undefined;
+    }
+    const c = (config ?? {}) as Record<string, unknown>;
+    if (c.format !== STORE_CONFIG.format || c.version !== STORE_CONFIG.version) {
+      problems.push(`${LAYOUT.configPath}: not a knowledge store repository of format version ${STORE_CONFIG.version}`);
+    }
+  }
   const recordPrefix = `${LAYOUT.itemsRoot}/`;
   const trashPrefix = `${LAYOUT.trashRoot}/`;
   const accounted = new Set<string>([LAYOUT.configPath]);
@@ -57,6 +86,9 @@ export async function verifyRepository(args: { fs: FsPromises; gitdir: string; o
       continue;
     }
     if (record.path !== path) problems.push(`${file}: record names path "${record.path}"`);
+    const pathProblem = rules?.itemPath(path);
+    if (pathProblem) problems.push(`${path}: ${pathProblem}`);
+    for (const p of rules?.record(record) ?? []) problems.push(`${file}: ${p}`);
     const other = ids.get(record.id);
     if (other) problems.push(`${file}: id ${record.id} is also used by ${other}`);
     ids.set(record.id, path);
@@ -67,19 +99,22 @@ export async function verifyRepository(args: { fs: FsPromises; gitdir: string; o
     accounted.add(contentPath);
     if ((record.deletedAt === null) !== (record.deletedBy === null)) problems.push(`${path}: deletedAt and deletedBy disagree`);
   }
-  for (const file of files.keys()) {
+  const rulePrefix = `${LAYOUT.foldersRoot}/`;
+  for (const [file, oid] of files) {
     if (accounted.has(file)) continue;
-    if (file.startsWith(`${LAYOUT.metaRoot}/`)) continue; // other store metadata (folder rules, ...)
+    if (file.startsWith(rulePrefix) && file.endsWith('/.rule.json')) {
+      const folder = file.slice(rulePrefix.length, -'/.rule.json'.length);
+      try {
+        const { blob } = await git.readBlob({ fs: { promises: fs }, gitdir, oid, cache });
+        const rule = parseFolderRule(Buffer.from(blob).toString('utf8'), file);
+        if (rule.folder !== folder) problems.push(`${file}: rule names folder "${rule.folder}"`);
+        for (const p of rules?.folderRule(folder, rule) ?? []) problems.push(`${file}: ${p}`);
+      } catch (err) {
+        problems.push(`${file}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      continue;
+    }
     problems.push(`${file}: file has no item record`);
   }
   return report;
-}
-
-function runGit(argv: string[]): Promise<{ code: number; output: string }> {
-  return new Promise((resolve) => {
-    execFile('git', argv, { maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, output: `${stdout}${stderr}` });
-    });
-  });
 }

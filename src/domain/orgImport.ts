@@ -1,0 +1,48 @@
+import { KnowledgeError } from '../errors.js';
+import type { FsPromises } from '../storage/fs.js';
+import type { KeyStore } from '../storage/keyStore.js';
+import type { OrgStore } from '../storage/orgStore.js';
+import { verifyRepository } from '../storage/verify.js';
+import { STORE_RULES } from './integrity.js';
+import { createKey } from './keys.js';
+import { validateOrgId } from './orgs.js';
+
+export class ImportRefused extends KnowledgeError<{ problems: string[] }> {
+  constructor(data: { problems: string[] }) {
+    super('IMPORT_REFUSED', `Refused: not a valid knowledge repository (${data.problems.length} problem(s))`, data);
+  }
+}
+
+/**
+ * `org import` (contract §1, §5): rebuilds an organization from a clone of
+ * another one's repository. The source may come from anywhere, so it is cloned
+ * aside and held to everything `verify` checks (git fsck --strict, path rules,
+ * records, folder rules) before it becomes the organization. Ids, timestamps,
+ * permissions, folder rules, trash and history come back as they were: they are
+ * the repository. Keys are not in git: a new admin key is made.
+ */
+export async function importOrganization(args: {
+  fs: FsPromises;
+  orgs: OrgStore;
+  keys: KeyStore;
+  orgId: string;
+  source: string;
+  progress?: (line: string) => void;
+}): Promise<{ orgId: string; keyId: string; secret: string; items: number; trashed: number }> {
+  const { fs, orgs, keys, source, progress = () => undefined } = args;
+  const orgId = validateOrgId(args.orgId);
+  progress(`Cloning ${source.replace(/:\/\/[^/@]*@/, '://***@')}...`);
+  const { gitdir, problems } = await orgs.cloneForImport(orgId, source);
+  try {
+    if (problems.length > 0) throw new ImportRefused({ problems });
+    progress('Checking the repository (git fsck --strict, records, paths)...');
+    const report = await verifyRepository({ fs, gitdir, orgId, rules: STORE_RULES });
+    if (report.problems.length > 0) throw new ImportRefused({ problems: report.problems });
+    await orgs.adopt(gitdir, orgId);
+    const { key, secret } = await createKey({ keys, orgId, role: 'admin', name: 'admin' });
+    return { orgId, keyId: key.id, secret, items: report.items, trashed: report.trashed };
+  } catch (err) {
+    await orgs.discard(gitdir);
+    throw err;
+  }
+}
