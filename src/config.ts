@@ -8,6 +8,8 @@ export interface Config {
   dataDir: string;
   maxContentBytes: number;
   logLevel: LogLevel;
+  /** Loose objects that trigger an automatic `git repack` of an organization (0 turns it off). */
+  autoRepackObjects: number;
 }
 
 export interface ConfigOverrides {
@@ -16,6 +18,7 @@ export interface ConfigOverrides {
   dataDir?: string;
   maxContentBytes?: string;
   logLevel?: string;
+  autoRepackObjects?: string;
 }
 
 export class ConfigError extends Error {}
@@ -26,12 +29,14 @@ export const DEFAULTS = {
   dataDir: './data',
   maxContentBytes: 1_048_576,
   logLevel: 'info',
+  autoRepackObjects: 10_000,
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = {}): Config {
   const pick = (flag: string | undefined, name: string): string | undefined => flag ?? (env[name] || undefined);
   const port = integer(pick(overrides.port, 'PORT'), DEFAULTS.port, 'port', 0, 65535);
   const maxContentBytes = integer(pick(overrides.maxContentBytes, 'KNOWLEDGE_MAX_CONTENT_BYTES'), DEFAULTS.maxContentBytes, 'KNOWLEDGE_MAX_CONTENT_BYTES', 1, 64 * 1024 * 1024);
+  const autoRepackObjects = integer(pick(overrides.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS'), DEFAULTS.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS', 0, 10_000_000);
   const logLevel = pick(overrides.logLevel, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!isLogLevel(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of error, warn, info, debug (got "${logLevel}")`);
   return {
@@ -40,6 +45,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     dataDir: resolve(pick(overrides.dataDir, 'KNOWLEDGE_DATA_DIR') ?? DEFAULTS.dataDir),
     maxContentBytes,
     logLevel,
+    autoRepackObjects,
   };
 }
 

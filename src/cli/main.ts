@@ -12,6 +12,8 @@ import type { FsPromises } from '../storage/fs.js';
 import { KeyStore } from '../storage/keyStore.js';
 import { OrgStore } from '../storage/orgStore.js';
 import { verifyRepository } from '../storage/verify.js';
+import { serverPid } from '../storage/dataDirLock.js';
+import { countObjects, repack } from '../storage/gitService.js';
 import { STORE_RULES } from '../domain/integrity.js';
 import { ImportRefused, importOrganization } from '../domain/orgImport.js';
 
@@ -58,6 +60,7 @@ export function buildProgram(): Command {
     .addOption(dataDirOption())
     .option('--max-content-bytes <n>', 'largest item content in bytes (default: $KNOWLEDGE_MAX_CONTENT_BYTES or 1048576)')
     .option('--log-level <level>', 'error, warn, info or debug (default: $LOG_LEVEL or info)')
+    .option('--auto-repack-objects <n>', 'repack an organization past this many loose objects, 0 = never (default: $KNOWLEDGE_AUTO_REPACK_OBJECTS or 10000)')
     .action(async (opts: ConfigOverrides) => {
       const config = loadConfig(process.env, opts);
       const logger = createLogger({ level: config.logLevel });
@@ -168,6 +171,34 @@ export function buildProgram(): Command {
       );
       print(opts, lines.join('\n') || 'No organizations.', reports);
       if (reports.some((r) => r.problems.length > 0)) process.exitCode = 1;
+    });
+
+  program
+    .command('gc')
+    .description('repack organizations\' repositories with C git (loose objects into packs)')
+    .option('--org <orgId>', 'only this organization')
+    .option('--full', 'rewrite all packs into one (only when no server uses the data dir)')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (opts: Common & { org?: string; full?: boolean }) => {
+      const { orgs, dataDir } = stores(opts);
+      const ids = opts.org ? [validateOrgId(opts.org)] : await orgs.list();
+      // Beside a running server only `git repack -d` runs: it packs loose objects and deletes only what it
+      // packed, so the server's writes are never disturbed. Rewriting packs waits for a stopped server.
+      const running = await serverPid(fs, dataDir);
+      if (opts.full && running) throw new Error(`--full needs the server (pid ${running}) stopped; without it, gc is safe while it runs`);
+      const reports = [];
+      for (const orgId of ids) {
+        if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
+        const gitdir = orgs.gitdirOf(orgId);
+        if (!opts.json) process.stderr.write(`Repacking ${orgId} (${(await countObjects(gitdir)).loose} loose objects)...\n`);
+        reports.push({ orgId, ...(await repack(gitdir, opts.full ? { full: true } : running ? { full: false } : {})) });
+      }
+      const mib = (n: number): string => `${(n / 1048576).toFixed(1)} MiB`;
+      const lines = reports.map(
+        (r) => `${r.orgId}: ${r.before.loose} loose -> ${r.after.loose} loose; ${r.after.packs} pack(s), ${mib(r.after.packBytes)}${r.full ? ' (full)' : ''}`,
+      );
+      print(opts, lines.join('\n') || 'No organizations.', reports);
     });
 
   return program;

@@ -34,7 +34,7 @@ export async function startServer(args: {
   const fs = args.fs ?? (nodeFs as unknown as FsPromises);
   const dirLock = await lockDataDir(fs, config.dataDir);
   try {
-    const orgs = new OrgStore({ fs, dataDir: config.dataDir, logger, owner: true });
+    const orgs = new OrgStore({ fs, dataDir: config.dataDir, logger, owner: true, autoRepackObjects: config.autoRepackObjects });
     const keys = new KeyStore({ fs, dataDir: config.dataDir, logger });
     if ((await orgs.list()).length === 0) {
       const { secret } = await createOrganization({ orgs, keys, orgId: DEFAULT_ORG });

@@ -30,6 +30,12 @@ export async function lockDataDir(fs: FsPromises, dataDir: string): Promise<{ re
   throw new DataDirInUse({ dataDir, pid: 0 });
 }
 
+/** The pid of the live server using `dataDir`, or null when none is. */
+export async function serverPid(fs: FsPromises, dataDir: string): Promise<number | null> {
+  const pid = Number((await fs.readFile(`${dataDir}/server.lock`, 'utf8').catch(() => '')).trim());
+  return Number.isSafeInteger(pid) && pid > 0 && isAlive(pid) ? pid : null;
+}
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

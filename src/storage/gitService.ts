@@ -72,3 +72,40 @@ export function runGit(argv: string[], options: { env?: NodeJS.ProcessEnv; timeo
     );
   });
 }
+
+export interface ObjectCounts {
+  loose: number;
+  packs: number;
+  /** Bytes in packs. */
+  packBytes: number;
+}
+
+export interface RepackReport {
+  before: ObjectCounts;
+  after: ObjectCounts;
+  full: boolean;
+}
+
+/** `git count-objects -v`, parsed. */
+export async function countObjects(gitdir: string): Promise<ObjectCounts> {
+  const { code, output } = await runGit(['--git-dir', gitdir, 'count-objects', '-v']);
+  if (code !== 0) throw new Error(`git count-objects failed: ${output.trim()}`);
+  const field = (name: string): number => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(output)?.[1] ?? 0);
+  return { loose: field('count'), packs: field('packs'), packBytes: field('size-pack') * 1024 };
+}
+
+/** Packs beyond which a repack rewrites them all into one (`-a`). */
+const MAX_PACKS = 16;
+
+/**
+ * Packs loose objects into a new pack and removes them (`git repack -d`); once
+ * packs pile up, `-a` folds them all into one. Safe beside a writer: git never
+ * removes a loose object it did not pack, nor anything unreachable.
+ */
+export async function repack(gitdir: string, options: { full?: boolean } = {}): Promise<RepackReport> {
+  const before = await countObjects(gitdir);
+  const full = options.full ?? before.packs >= MAX_PACKS;
+  const { code, output } = await runGit(['--git-dir', gitdir, 'repack', '-d', '-q', ...(full ? ['-a'] : [])]);
+  if (code !== 0) throw new Error(`git repack failed: ${output.trim()}`);
+  return { before, after: await countObjects(gitdir), full };
+}

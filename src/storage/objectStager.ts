@@ -56,11 +56,12 @@ export class ObjectStager {
     });
   }
 
-  /** Writes every staged object into `gitdir` durably; objects already there are skipped. */
+  /** Writes every staged object into `gitdir` durably; objects already there are skipped. Returns how many were written. */
   async flush(fs: FsPromises, gitdir: string): Promise<number> {
     const pending = [...this.objects];
     this.objects.clear();
     const touched = new Set<string>();
+    let written = 0;
     let createdFanout = false;
     await mapLimit(pending, 32, async ([oid, deflated]) => {
       const dir = `${gitdir}/objects/${oid.slice(0, 2)}`;
@@ -84,10 +85,11 @@ export class ObjectStager {
       }
       await fs.rename(tmp, final);
       touched.add(dir);
+      written++;
     });
     await mapLimit([...touched], 32, (dir) => fsyncDir(fs, dir));
     if (createdFanout) await fsyncDir(fs, `${gitdir}/objects`);
-    return touched.size;
+    return written;
   }
 
   discard(): void {

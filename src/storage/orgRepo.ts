@@ -19,7 +19,9 @@ import { Lru } from './lru.js';
 import { ObjectStager, type TreeEntry } from './objectStager.js';
 import { compareAndSwapRef, readRef } from './refs.js';
 import { TreeEditor, type TreeChange } from './treeEditor.js';
-import { listTreeFiles, treeReader } from './treeWalk.js';
+import { listTreeFiles } from './treeWalk.js';
+import { countObjects, repack, type RepackReport } from './gitService.js';
+import { errnoCode } from '../errors.js';
 
 /**
  * What a transaction asks for: one state change of one item, which becomes
@@ -72,11 +74,11 @@ export interface WriteResult {
   entry: IndexEntry | null;
 }
 
-interface Pending {
-  txn: Transaction;
-  resolve: (result: WriteResult) => void;
-  reject: (err: unknown) => void;
-}
+/** A queued transaction, or an exclusive job (repack) that runs alone, between batches. */
+type Pending =
+  | { kind: 'txn'; txn: Transaction; resolve: (result: WriteResult) => void; reject: (err: unknown) => void }
+  | { kind: 'exclusive'; run: () => Promise<unknown>; resolve: (value: unknown) => void; reject: (err: unknown) => void };
+type PendingTxn = Extract<Pending, { kind: 'txn' }>;
 
 /** Most commits written, flushed and published together by one group commit. */
 const MAX_BATCH = 256;
@@ -98,12 +100,16 @@ export function hashBlob(content: Uint8Array): string {
 export class OrgRepo {
   private index = new ItemIndex();
   private readonly contentCache = new Lru<string, string>(64 * 1024 * 1024, (s) => s.length * 2 + 64);
-  /** isomorphic-git's own cache (pack indexes): one per repository, for its lifetime. */
-  private readonly gitCache = {};
+  /** isomorphic-git's own cache (pack indexes and pack data): one per repository, replaced after a repack. */
+  private gitCache: object = {};
+  /** Loose objects in the repository (counted at open, then by what we write); a repack resets it. */
+  private looseObjects = 0;
   private readonly gitFs: { promises: FsPromises };
   private readonly trees: TreeEditor;
   private queue: Pending[] = [];
-  private draining: Promise<void> | null = null;
+  /** True while `drain` runs; cleared in the same step as its last look at the queue (no lost wake-ups). */
+  private draining = false;
+  private drained: Promise<void> = Promise.resolve();
   private closed = false;
   private head: string | null = null;
   private rootTree: string | null = null;
@@ -115,15 +121,72 @@ export class OrgRepo {
     private readonly fs: FsPromises,
     readonly gitdir: string,
     private readonly logger: Logger,
+    /** Repack automatically once this many loose objects pile up (0: never). */
+    private readonly autoRepackObjects: number,
   ) {
     this.gitFs = { promises: fs };
-    this.trees = new TreeEditor(treeReader(fs, gitdir, this.gitCache));
+    this.trees = new TreeEditor((oid) =>
+      this.fromGit(async (cache) => (await git.readTree({ fs: this.gitFs, gitdir, oid, cache })).tree as TreeEntry[]),
+    );
   }
 
-  static async open(args: { orgId: string; fs: FsPromises; gitdir: string; logger: Logger }): Promise<OrgRepo> {
-    const repo = new OrgRepo(args.orgId, args.fs, args.gitdir, args.logger);
+  static async open(args: {
+    orgId: string;
+    fs: FsPromises;
+    gitdir: string;
+    logger: Logger;
+    autoRepackObjects?: number;
+  }): Promise<OrgRepo> {
+    const repo = new OrgRepo(args.orgId, args.fs, args.gitdir, args.logger, args.autoRepackObjects ?? 0);
     await repo.load();
+    if (repo.autoRepackObjects > 0) repo.looseObjects = (await countObjects(args.gitdir)).loose;
     return repo;
+  }
+
+  /**
+   * Reads through isomorphic-git. A repack may delete a pack whose index the
+   * cache still holds: a read that finds an object missing retries once with a
+   * fresh cache, which lists the packs anew.
+   */
+  private async fromGit<T>(read: (cache: object) => Promise<T>): Promise<T> {
+    try {
+      return await read(this.gitCache);
+    } catch (err) {
+      const missing = errnoCode(err) === 'ENOENT' || (err as { code?: unknown }).code === 'NotFoundError';
+      if (!missing) throw err;
+      this.gitCache = {};
+      return read(this.gitCache);
+    }
+  }
+
+  /**
+   * Packs loose objects with C git (`git repack -d`; `-a` as well once packs pile
+   * up), alone in the write queue: writes wait, reads go on (design.md, rule 9).
+   */
+  repack(): Promise<RepackReport> {
+    return this.exclusive(() => this.repackNow());
+  }
+
+  private async repackNow(): Promise<RepackReport> {
+    const report = await repack(this.gitdir);
+    this.gitCache = {};
+    this.looseObjects = report.after.loose;
+    this.logger.info('repacked', { org: this.orgId, ...report });
+    return report;
+  }
+
+  private exclusive<T>(run: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new Error(`repository ${this.orgId} is closed`));
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ kind: 'exclusive', run, resolve: resolve as (v: unknown) => void, reject });
+      this.kick();
+    });
+  }
+
+  private kick(): void {
+    if (this.draining) return;
+    this.draining = true;
+    this.drained = this.drain();
   }
 
   get headCommit(): string | null {
@@ -187,41 +250,55 @@ export class OrgRepo {
   }
 
   private async readBlobText(oid: string): Promise<string> {
-    const { blob } = await git.readBlob({ fs: this.gitFs, gitdir: this.gitdir, oid, cache: this.gitCache });
+    const { blob } = await this.fromGit((cache) => git.readBlob({ fs: this.gitFs, gitdir: this.gitdir, oid, cache }));
     return Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).toString('utf8');
   }
 
-  private async commitFacts(oid: string): Promise<CommitFacts> {
-    const { commit } = await git.readCommit({ fs: this.gitFs, gitdir: this.gitdir, oid, cache: this.gitCache });
+  private async commitFacts(oid: string): Promise<CommitFacts & { tree: string }> {
+    const { commit } = await this.fromGit((cache) => git.readCommit({ fs: this.gitFs, gitdir: this.gitdir, oid, cache }));
     this.commitTrees.set(oid, commit.tree);
-    return { parent: commit.parent[0] ?? null, message: commit.message, author: commit.author };
+    return { parent: commit.parent[0] ?? null, message: commit.message, author: commit.author, tree: commit.tree };
   }
 
   /** Queues a transaction; resolves once its commit (if any) is durable and published. */
   write(txn: Transaction): Promise<WriteResult> {
     if (this.closed) return Promise.reject(new Error(`repository ${this.orgId} is closed`));
     return new Promise<WriteResult>((resolve, reject) => {
-      this.queue.push({ txn, resolve, reject });
-      this.draining ??= this.drain().finally(() => {
-        this.draining = null;
-      });
+      this.queue.push({ kind: 'txn', txn, resolve, reject });
+      this.kick();
     });
   }
 
   /** Refuses new writes and waits for the queued ones to finish. */
   async close(): Promise<void> {
     this.closed = true;
-    await this.draining;
+    await this.drained;
   }
 
   private async drain(): Promise<void> {
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, MAX_BATCH);
-      await this.runBatch(batch);
+    try {
+      while (this.queue.length > 0) {
+        const first = this.queue[0] as Pending;
+        if (first.kind === 'exclusive') {
+          this.queue.shift();
+          await first.run().then(first.resolve, first.reject);
+          continue;
+        }
+        const stop = this.queue.findIndex((p) => p.kind === 'exclusive');
+        const batch = this.queue.splice(0, Math.min(stop === -1 ? this.queue.length : stop, MAX_BATCH)) as PendingTxn[];
+        await this.runBatch(batch);
+        if (this.autoRepackObjects > 0 && this.looseObjects >= this.autoRepackObjects) {
+          await this.repackNow().catch((err: unknown) => this.logger.warn('automatic repack failed', { org: this.orgId, error: String(err) }));
+        }
+      }
+    } finally {
+      // In the same step as the loop's last look at an empty queue, with no await between:
+      // a write queued from here on finds the flag down and starts a new drain.
+      this.draining = false;
     }
   }
 
-  private async runBatch(batch: Pending[]): Promise<void> {
+  private async runBatch(batch: PendingTxn[]): Promise<void> {
     const overlay = new IndexOverlay(this.index);
     const view: RepoView = {
       get: (path) => overlay.get(path),
@@ -233,7 +310,7 @@ export class OrgRepo {
     const written = new Map<string, string>();
     let head = this.head;
     let root = this.rootTree;
-    const outcomes: Array<{ pending: Pending; result?: WriteResult; error?: unknown }> = [];
+    const outcomes: Array<{ pending: PendingTxn; result?: WriteResult; error?: unknown }> = [];
     const published: HistoryEntry[] = [];
     for (const pending of batch) {
       try {
@@ -255,7 +332,7 @@ export class OrgRepo {
     }
     if (head !== this.head && head !== null) {
       try {
-        await stager.flush(this.fs, this.gitdir);
+        this.looseObjects += await stager.flush(this.fs, this.gitdir);
         await compareAndSwapRef({ fs: this.fs, gitdir: this.gitdir, expected: this.head, next: head });
       } catch (error) {
         this.logger.error('commit failed; nothing was published', { org: this.orgId, error: String(error) });
@@ -348,15 +425,13 @@ export class OrgRepo {
     const index = new ItemIndex();
     let rootTree: string | null = null;
     if (head) {
-      const { commit } = await git.readCommit({ fs: this.gitFs, gitdir: this.gitdir, oid: head, cache: this.gitCache });
-      rootTree = commit.tree;
+      rootTree = (await this.commitFacts(head)).tree;
       const files = await listTreeFiles({ tree: rootTree, readTree: (oid) => this.trees.entries(oid) });
       const prefix = `${LAYOUT.itemsRoot}/`;
       const recordPaths = [...files.keys()].filter((p) => p.startsWith(prefix));
       await mapLimit(recordPaths, 32, async (recordPath) => {
         const recordOid = files.get(recordPath) as string;
-        const { blob } = await git.readBlob({ fs: this.gitFs, gitdir: this.gitdir, oid: recordOid, cache: this.gitCache });
-        const record = parseRecord(Buffer.from(blob).toString('utf8'), `${this.orgId}:${recordPath}`);
+        const record = parseRecord(await this.readBlobText(recordOid), `${this.orgId}:${recordPath}`);
         const path = recordPath.slice(prefix.length);
         const contentPath = record.deletedAt ? LAYOUT.trashPath(path) : path;
         const blobOid = files.get(contentPath);

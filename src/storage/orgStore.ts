@@ -29,6 +29,8 @@ export class OrgStore {
       logger: Logger;
       /** True in the process that owns the data dir (the server): lock files left by a crash are removed on open. */
       owner?: boolean;
+      /** Repack a repository automatically once this many loose objects pile up (0: never). */
+      autoRepackObjects?: number;
     },
   ) {
     this.root = `${options.dataDir}/orgs`;
@@ -79,7 +81,7 @@ export class OrgStore {
       );
     }
     const started = Date.now();
-    const repo = await OrgRepo.open({ orgId, fs, gitdir, logger });
+    const repo = await OrgRepo.open({ orgId, fs, gitdir, logger, autoRepackObjects: this.options.autoRepackObjects });
     logger.info('organization opened', { org: orgId, items: repo.itemCount, ms: Date.now() - started });
     return repo;
   }

@@ -344,6 +344,18 @@ describe('storage/orgRepo (memfs)', () => {
     });
   });
 
+  it('runs a write queued just as the queue drains (no lost wake-up)', async () => {
+    // The previous drain cleared its flag a few microtasks after its last look at the queue;
+    // a write queued in that gap waited for ever. Each number of ticks probes another moment.
+    for (let ticks = 0; ticks < 6; ticks++) {
+      await repo.write((v) => putIntent(v, `gap/a${ticks}.md`, 'a'));
+      for (let i = 0; i < ticks; i++) await null;
+      const late = repo.write((v) => putIntent(v, `gap/b${ticks}.md`, 'b'));
+      const settled = await Promise.race([late.then(() => true), new Promise((r) => setTimeout(() => r(false), 2000))]);
+      expect(settled, `write queued after ${ticks} ticks`).to.equal(true);
+    }
+  });
+
   describe('closing', () => {
     it('refuses writes after close', async () => {
       await repo.close();
