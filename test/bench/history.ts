@@ -22,6 +22,7 @@ import { OrgStore } from '../../src/storage/orgStore.js';
 import { commitCount } from '../support/git.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { tmpDir } from '../support/tmp.js';
+import { textRecord } from '../support/records.js';
 
 const fs = nodeFs as unknown as FsPromises;
 const COMMITS = Number(process.argv[2] ?? 20_000);
@@ -37,27 +38,7 @@ const TARGET_VERSION_MS = 20;
 const AUTHOR = { name: 'bench', email: 'key_00000000bench000' };
 const EPOCH = Date.UTC(2024, 0, 1);
 
-let nextId = 0;
-function newRecord(path: string, when: Date): ItemRecord {
-  nextId++;
-  return {
-    id: `00000000-0000-4000-8000-${String(nextId).padStart(12, '0')}`,
-    path,
-    itemType: 'text',
-    fileKey: null,
-    fileName: null,
-    contentType: null,
-    fileSize: null,
-    requiredReadPermission: 'inherit',
-    requiredWritePermission: 'inherit',
-    createdAt: when.toISOString(),
-    createdBy: AUTHOR.email,
-    updatedAt: when.toISOString(),
-    updatedBy: AUTHOR.email,
-    deletedAt: null,
-    deletedBy: null,
-  };
-}
+const newRecord = (path: string, when: Date): ItemRecord => textRecord(path, { when, createdBy: AUTHOR.email, updatedBy: AUTHOR.email });
 
 function putIntent(view: RepoView, path: string, content: string, when: Date): WriteIntent {
   const current = view.get(path);

@@ -9,6 +9,7 @@ import { OrgRepo, type ItemIntent, type RepoView, type WriteIntent } from '../..
 import { OrgStore } from '../../src/storage/orgStore.js';
 import { readRef } from '../../src/storage/refs.js';
 import { memoryFs } from '../support/memfs.js';
+import { textRecord } from '../support/records.js';
 
 /**
  * The history log (design.md, storage rule 6): one entry per commit of main,
@@ -24,25 +25,8 @@ const LOG = `${GITDIR}/knowledge-history.jsonl`;
 const AUTHOR = { name: 'ci bot', email: 'key_0123456789abcdef' };
 const HEADER = '{"knowledgeHistoryLog":1}';
 
-function record(path: string, when: Date): ItemRecord {
-  return {
-    id: `id:${path}`,
-    path,
-    itemType: 'text',
-    fileKey: null,
-    fileName: null,
-    contentType: null,
-    fileSize: null,
-    requiredReadPermission: 'inherit',
-    requiredWritePermission: 'inherit',
-    createdAt: when.toISOString(),
-    createdBy: AUTHOR.email,
-    updatedAt: when.toISOString(),
-    updatedBy: AUTHOR.email,
-    deletedAt: null,
-    deletedBy: null,
-  };
-}
+const record = (path: string, when: Date): ItemRecord =>
+  textRecord(path, { id: `id:${path}`, when, createdBy: AUTHOR.email, updatedBy: AUTHOR.email });
 
 let clock = 0;
 const tick = (): Date => new Date(Date.UTC(2024, 2, 1, 10, 0, clock++));

@@ -1,30 +1,14 @@
 import { expect } from 'chai';
 import { IndexOverlay, ItemIndex, versionTag, type IndexEntry } from '../../src/storage/itemIndex.js';
 import type { ItemRecord } from '../../src/storage/itemRecord.js';
+import { textRecord } from '../support/records.js';
 
 /** The in-memory index (design.md, storage rule 5): sorted listing, paging, folder counts, a batch's overlay. */
 
 let counter = 0;
 function entry(path: string, extra: Partial<ItemRecord> = {}): IndexEntry {
   counter++;
-  const record: ItemRecord = {
-    id: `id-${counter}`,
-    path,
-    itemType: 'text',
-    fileKey: null,
-    fileName: null,
-    contentType: null,
-    fileSize: null,
-    requiredReadPermission: 'inherit',
-    requiredWritePermission: 'inherit',
-    createdAt: '2024-01-01T00:00:00.000Z',
-    createdBy: 'key_1',
-    updatedAt: '2024-01-01T00:00:00.000Z',
-    updatedBy: 'key_1',
-    deletedAt: null,
-    deletedBy: null,
-    ...extra,
-  };
+  const record = textRecord(path, { id: `id-${counter}`, when: new Date('2024-01-01T00:00:00.000Z'), createdBy: 'key_1', updatedBy: 'key_1', ...extra });
   const hex = counter.toString(16).padStart(40, '0');
   return { record, blobOid: `b${hex.slice(1)}`, recordOid: `c${hex.slice(1)}` };
 }

@@ -4,20 +4,13 @@ import type { FsPromises } from '../../src/storage/fs.js';
 import { LockTimeout } from '../../src/storage/errors.js';
 import { LockFile, withLock } from '../../src/storage/lockFile.js';
 import { memoryFs } from '../support/memfs.js';
+import { rejection } from '../support/records.js';
 
 /** O_EXCL lock files, C git style (design.md, storage rule 2). */
 
 const TARGET = '/repo/refs/heads/main';
 const LOCK = `${TARGET}.lock`;
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (err) {
-    return err;
-  }
-  expect.fail('expected a rejection');
-}
 
 describe('storage/lockFile', () => {
   let vol: Volume;

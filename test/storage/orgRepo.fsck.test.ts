@@ -7,6 +7,7 @@ import { OrgRepo, type ItemIntent, type RepoView, type WriteIntent } from '../..
 import { OrgStore } from '../../src/storage/orgStore.js';
 import { fsckStrict, git } from '../support/git.js';
 import { tmpDir } from '../support/tmp.js';
+import { textRecord } from '../support/records.js';
 
 /** What OrgRepo writes on a real disk is judged by C git (design.md, storage rules 7 and 10). */
 
@@ -16,23 +17,8 @@ const AUTHOR = { name: 'Ada Lovelace (ci)', email: 'key_00112233aabbccdd' };
 function intent(view: RepoView, path: string, mutation: ItemIntent['mutation'], content?: string): WriteIntent {
   const current = view.get(path);
   const when = new Date(Date.UTC(2024, 2, 1, 10, 0, 0, 999));
-  const base: ItemRecord = current?.record ?? {
-    id: `id-${path}`,
-    path,
-    itemType: 'text',
-    fileKey: null,
-    fileName: null,
-    contentType: null,
-    fileSize: null,
-    requiredReadPermission: 'inherit',
-    requiredWritePermission: 'inherit',
-    createdAt: when.toISOString(),
-    createdBy: AUTHOR.email,
-    updatedAt: when.toISOString(),
-    updatedBy: AUTHOR.email,
-    deletedAt: null,
-    deletedBy: null,
-  };
+  const base: ItemRecord =
+    current?.record ?? textRecord(path, { id: `id-${path}`, when, createdBy: AUTHOR.email, updatedBy: AUTHOR.email });
   const trashed = mutation === 'trash';
   return {
     mutation,

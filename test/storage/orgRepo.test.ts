@@ -11,6 +11,7 @@ import { OrgStore } from '../../src/storage/orgStore.js';
 import { readRef } from '../../src/storage/refs.js';
 import { gitOrder, lookup, readLooseObject, readRawTree } from '../support/gitObjects.js';
 import { memoryFs } from '../support/memfs.js';
+import { rejection, textRecord } from '../support/records.js';
 
 /**
  * The commit builder and write queue (design.md, storage rules 1–7) on memfs:
@@ -22,28 +23,8 @@ const ORG = 'acme';
 const GITDIR = `${DATA}/orgs/${ORG}.git`;
 const AUTHOR = { name: 'ci bot', email: 'key_0123456789abcdef' };
 
-let ids = 0;
-function record(path: string, extra: Partial<ItemRecord> = {}): ItemRecord {
-  ids++;
-  return {
-    id: `00000000-0000-4000-8000-${String(ids).padStart(12, '0')}`,
-    path,
-    itemType: 'text',
-    fileKey: null,
-    fileName: null,
-    contentType: null,
-    fileSize: null,
-    requiredReadPermission: 'inherit',
-    requiredWritePermission: 'inherit',
-    createdAt: '2024-03-01T10:00:00.000Z',
-    createdBy: AUTHOR.email,
-    updatedAt: '2024-03-01T10:00:00.000Z',
-    updatedBy: AUTHOR.email,
-    deletedAt: null,
-    deletedBy: null,
-    ...extra,
-  };
-}
+const record = (path: string, extra: Partial<ItemRecord> = {}): ItemRecord =>
+  textRecord(path, { createdBy: AUTHOR.email, updatedBy: AUTHOR.email, ...extra });
 
 /** A put of new content: a create when the view has no item, an update otherwise. */
 function putIntent(view: RepoView, path: string, content: string, when = new Date('2024-03-01T10:00:00.750Z')): WriteIntent {
@@ -76,14 +57,6 @@ function moveIntent(view: RepoView, path: string, mutation: 'trash' | 'restore' 
   };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (err) {
-    return err;
-  }
-  expect.fail('expected a rejection');
-}
 
 describe('storage/orgRepo (memfs)', () => {
   let vol: Volume;

@@ -4,6 +4,7 @@ import type { FsPromises } from '../../src/storage/fs.js';
 import { LockTimeout, RefConflict } from '../../src/storage/errors.js';
 import { compareAndSwapRef, MAIN_REF, readRef } from '../../src/storage/refs.js';
 import { memoryFs } from '../support/memfs.js';
+import { rejection } from '../support/records.js';
 
 /** Reading and compare-and-swapping `refs/heads/main` (design.md, storage rule 2). */
 
@@ -12,14 +13,6 @@ const A = 'a'.repeat(40);
 const B = 'b'.repeat(40);
 const C = 'c'.repeat(40);
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (err) {
-    return err;
-  }
-  expect.fail('expected a rejection');
-}
 
 describe('storage/refs', () => {
   let vol: Volume;
