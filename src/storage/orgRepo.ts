@@ -21,7 +21,6 @@ import { compareAndSwapRef, readRef } from './refs.js';
 import { TreeEditor, type TreeChange } from './treeEditor.js';
 import { listTreeFiles } from './treeWalk.js';
 import { countObjects, repack, type RepackReport } from './gitService.js';
-import { errnoCode } from '../errors.js';
 
 /**
  * What a transaction asks for: one state change of one item, which becomes
@@ -124,7 +123,7 @@ export class OrgRepo {
     /** Repack automatically once this many loose objects pile up (0: never). */
     private readonly autoRepackObjects: number,
   ) {
-    this.gitFs = { promises: fs };
+    this.gitFs = { promises: hidePackTemporaries(fs) };
     this.trees = new TreeEditor((oid) =>
       this.fromGit(async (cache) => (await git.readTree({ fs: this.gitFs, gitdir, oid, cache })).tree as TreeEntry[]),
     );
@@ -151,9 +150,10 @@ export class OrgRepo {
   private async fromGit<T>(read: (cache: object) => Promise<T>): Promise<T> {
     try {
       return await read(this.gitCache);
-    } catch (err) {
-      const missing = errnoCode(err) === 'ENOENT' || (err as { code?: unknown }).code === 'NotFoundError';
-      if (!missing) throw err;
+    } catch {
+      // Objects never change, so a read that failed may simply be tried again: the error may come
+      // from a pack that `repack -a -d` deleted after the cache listed it (ENOENT, "Could not read
+      // packfile", a half-read index). A fresh cache lists the packs anew; a real fault fails twice.
       this.gitCache = {};
       return read(this.gitCache);
     }
@@ -461,4 +461,18 @@ export class OrgRepo {
     this.head = head;
     this.rootTree = rootTree;
   }
+}
+
+/**
+ * isomorphic-git takes every `*.idx` in objects/pack for a pack index, including
+ * the `.tmp-*` files C git writes while it builds a pack (and leaves behind when
+ * interrupted). C git ignores dot-files there; so does the view we give isomorphic-git.
+ */
+function hidePackTemporaries(fs: FsPromises): FsPromises {
+  const view = Object.create(fs) as FsPromises;
+  view.readdir = async (path: string) => {
+    const names = await fs.readdir(path);
+    return path.endsWith('/objects/pack') ? names.filter((n) => !n.startsWith('.')) : names;
+  };
+  return view;
 }

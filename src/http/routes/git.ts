@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { PassThrough, Transform, type Readable } from 'node:stream';
+import { PassThrough, pipeline, Transform } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { ParameterizedContext } from 'koa';
 import { InvalidInput, OrgNotFound } from '../../domain/errors.js';
@@ -76,9 +76,14 @@ export function gitRoutes(deps: { keys: KeyStore; orgs: OrgStore; logger: Logger
       throw new UnsupportedMediaType({ contentType: ctx.get('Content-Type') });
     }
     const encoding = ctx.get('Content-Encoding').toLowerCase();
-    let input: Readable = ctx.req.pipe(limitBytes(MAX_REQUEST_BYTES));
-    if (encoding === 'gzip' || encoding === 'x-gzip') input = input.pipe(createGunzip()).pipe(limitBytes(MAX_REQUEST_BYTES));
-    else if (encoding !== '' && encoding !== 'identity') throw new InvalidInput({ reason: `Unsupported Content-Encoding ${encoding}` });
+    const gzip = encoding === 'gzip' || encoding === 'x-gzip';
+    if (!gzip && encoding !== '' && encoding !== 'identity') throw new InvalidInput({ reason: `Unsupported Content-Encoding ${encoding}` });
+    // pipeline, not pipe: a bad gzip stream or an oversized body must fail this request, not the process.
+    const stages = gzip ? [limitBytes(MAX_REQUEST_BYTES), createGunzip(), limitBytes(MAX_REQUEST_BYTES)] : [limitBytes(MAX_REQUEST_BYTES)];
+    pipeline([ctx.req, ...stages], (err) => {
+      if (err) deps.logger.info('git request body refused', { requestId: ctx.state.requestId, error: err.message });
+    });
+    const input = stages[stages.length - 1] as Transform;
     const { pack } = await serveUploadPack({ orgs: deps.orgs, actor, orgId, advertiseRefs: false, gitProtocol: ctx.get('Git-Protocol'), input });
     finish(ctx, pack.done);
     ctx.req.on('close', () => {

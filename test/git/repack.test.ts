@@ -1,0 +1,358 @@
+import { copyFile, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { loadConfig } from '../../src/config.js';
+import { startServer, type RunningServer } from '../../src/http/server.js';
+import { createLogger } from '../../src/log.js';
+import { runCli } from '../support/child.js';
+import { commitCount, fsckStrict, git } from '../support/git.js';
+import { api } from '../support/server.js';
+import { tmpDir } from '../support/tmp.js';
+
+/**
+ * Repacking (design.md rule 9): the server packs loose objects with C git once
+ * `autoRepackObjects` of them pile up, alone in the write queue, while reads go
+ * on. Under 8 writers and 8 readers no request fails, no acknowledged write is
+ * lost, and the repository stays sound. `knowledge-store gc` repacks beside a
+ * running server; `gc --full` waits for it to stop.
+ */
+
+const WRITERS = 8;
+const READERS = 8;
+const PATHS_PER_WRITER = 5;
+const RUN_MS = 5_000;
+const THRESHOLD = 100;
+const SEEDS = 10;
+/**
+ * A breath between a reader's requests. Readers that never yield starve the
+ * writers of a one-process server (both share the event loop and libuv's
+ * thread pool): writes would slow to a trickle and few repacks would run.
+ */
+const READ_PAUSE_MS = 10;
+/** Packs made before the run, so that the automatic repack reaches the point where it folds them all (-a). */
+const PREMADE_PACKS = 14;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+interface Counts {
+  loose: number;
+  packs: number;
+  inPack: number;
+}
+
+async function countObjects(gitdir: string): Promise<Counts> {
+  const out = await git(['count-objects', '-v'], { gitdir });
+  const field = (name: string): number => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(out)?.[1] ?? NaN);
+  return { loose: field('count'), packs: field('packs'), inPack: field('in-pack') };
+}
+
+interface Failure {
+  what: string;
+  status: number | string;
+  body: string;
+}
+
+describe('repack under concurrent reads and writes; gc (design.md rule 9)', function () {
+  this.timeout(60_000);
+
+  let tmp: { dir: string; cleanup: () => Promise<void> };
+  let dataDir: string;
+  let gitdir: string;
+  let server: RunningServer | undefined;
+  let url: string;
+  let adminKey = '';
+  let writerKey = '';
+  let readerKey = '';
+  const logs: Array<{ level: string; msg: string; time: string; [k: string]: unknown }> = [];
+  /** Per path, the contents of every acknowledged write, in order: version n is contents[n-1]. */
+  const acked = new Map<string, string[]>();
+  const failures: Failure[] = [];
+  let writes = 0;
+  let reads = 0;
+  let loopStart = 0;
+  let loopEnd = 0;
+  const samples: Counts[] = [];
+
+  const itemUrl = (path: string, query = ''): string => `${url}/api/v1/knowledge/items/${path}${query}`;
+
+  before(async () => {
+    tmp = await tmpDir('ks-repack');
+    dataDir = join(tmp.dir, 'data');
+    gitdir = join(dataDir, 'orgs/default.git');
+    const config = loadConfig({}, { dataDir, port: '0', logLevel: 'error', autoRepackObjects: String(THRESHOLD) });
+    expect(config.autoRepackObjects).to.equal(THRESHOLD);
+    const logger = createLogger({
+      level: 'info',
+      write: (line) => {
+        logs.push(JSON.parse(line) as (typeof logs)[number]);
+      },
+    });
+    server = await startServer({
+      config,
+      logger,
+      announce: (line) => {
+        adminKey = /ks_\S+/.exec(line)?.[0] ?? '';
+      },
+    });
+    url = server.url;
+    expect(adminKey).to.match(/^ks_/);
+    const mk = async (role: string): Promise<string> => {
+      const res = await api(`${url}/api/v1/knowledge/keys`, { method: 'POST', key: adminKey, body: { name: `${role} loop`, role } });
+      expect(res.status).to.equal(200);
+      return res.body?.data?.secret as string;
+    };
+    writerKey = await mk('writer');
+    readerKey = await mk('reader');
+    // Seed items with two versions each, so that "version 1" is not the current content.
+    for (let i = 0; i < SEEDS; i++) {
+      for (const v of [1, 2]) {
+        const path = `seed/s-${i}.md`;
+        const content = `seed ${i} version ${v}\n`;
+        const res = await api(itemUrl(path), { method: 'PUT', key: writerKey, body: { content } });
+        expect(res.status).to.equal(200);
+        acked.set(path, [...(acked.get(path) ?? []), content]);
+      }
+    }
+    // Several packs already, made the way `gc` makes them beside a running server (git repack -d).
+    for (let i = 0; i < PREMADE_PACKS; i++) {
+      const path = `seed/p-${i}.md`;
+      const content = `packed ${i}\n`;
+      const res = await api(itemUrl(path), { method: 'PUT', key: writerKey, body: { content } });
+      expect(res.status).to.equal(200);
+      acked.set(path, [content]);
+      await git(['repack', '-d', '-q'], { gitdir });
+    }
+    const counts = await countObjects(gitdir);
+    expect(counts.packs).to.be.at.least(PREMADE_PACKS);
+  });
+
+  after(async () => {
+    await server?.close(2000);
+    await tmp?.cleanup();
+  });
+
+  it(`${WRITERS} writers and ${READERS} readers for ${RUN_MS / 1000} s while the server repacks: every request succeeds`, async () => {
+    const stopAt = Date.now() + RUN_MS;
+    loopStart = Date.now();
+    const fail = (what: string, status: number | string, body: string): void => {
+      if (failures.length < 50) failures.push({ what, status, body: body.slice(0, 300) });
+    };
+
+    const writer = async (w: number): Promise<void> => {
+      for (let seq = 0; Date.now() < stopAt; seq++) {
+        const path = `w${w}/item-${seq % PATHS_PER_WRITER}.md`;
+        const content = `writer ${w} seq ${seq}\n${'x'.repeat(seq % 97)}\n`;
+        try {
+          const res = await fetch(itemUrl(path), {
+            method: 'PUT',
+            headers: { Authorization: `Bearer ${writerKey}`, 'Content-Type': 'application/json' },
+            body: JSON.stringify({ content, message: `w${w} #${seq}` }),
+          });
+          const text = await res.text();
+          if (res.status !== 200) fail(`PUT ${path}`, res.status, text);
+          else {
+            acked.set(path, [...(acked.get(path) ?? []), content]);
+            writes++;
+          }
+        } catch (err) {
+          fail(`PUT ${path}`, 'network', String(err));
+        }
+      }
+    };
+
+    const reader = async (r: number): Promise<void> => {
+      for (let n = 0; Date.now() < stopAt; n++) {
+        const known = [...acked.keys()];
+        const path = known[(r * 7 + n * 13) % known.length] as string;
+        const versions = acked.get(path) as string[];
+        const ackedSoFar = versions.length;
+        const pathsSoFar = acked.size;
+        const op = n % 5;
+        let target: string;
+        if (op === 0) target = itemUrl(path);
+        else if (op === 1) target = `${url}/api/v1/knowledge/history/${path}`;
+        else if (op === 2) target = itemUrl(path, '?version=1');
+        else if (op === 3) target = itemUrl(path, `?version=${1 + ((n * 31) % ackedSoFar)}`);
+        else target = `${url}/api/v1/knowledge${n % 2 ? '?content=false' : ''}`;
+        try {
+          const res = await fetch(target, { headers: { Authorization: `Bearer ${n % 3 ? readerKey : adminKey}` } });
+          const text = await res.text();
+          reads++;
+          if (res.status !== 200) {
+            fail(`GET ${target}`, res.status, text);
+            continue;
+          }
+          const data = (JSON.parse(text) as { data: Record<string, unknown> }).data;
+          if (op === 0) {
+            // Reads never go back: the content is the last acknowledged write or a later one.
+            const content = (data.item as { content: string }).content;
+            const at = versions.indexOf(content);
+            const later = at === -1 && content.startsWith(path.startsWith('seed/') ? 'seed' : `writer ${path.slice(1, path.indexOf('/'))} seq`);
+            if (!(at >= ackedSoFar - 1 || later)) fail(`GET ${target}: stale content`, 200, content);
+          } else if (op === 1) {
+            const count = (data.versions as unknown[]).length;
+            if (count < ackedSoFar) fail(`GET ${target}: ${count} versions, ${ackedSoFar} acknowledged`, 200, text);
+          } else if (op === 2 || op === 3) {
+            const version = op === 2 ? 1 : 1 + ((n * 31) % ackedSoFar);
+            const content = (data.item as { content: string }).content;
+            if (content !== versions[version - 1]) fail(`GET ${target}: wrong content`, 200, content);
+          } else if (!Array.isArray(data.items) || data.items.length < pathsSoFar) {
+            fail(`GET ${target}: short list`, 200, text);
+          }
+        } catch (err) {
+          fail(`GET ${target}`, 'network', String(err));
+        }
+        await sleep(READ_PAUSE_MS);
+      }
+    };
+
+    const sampler = async (): Promise<void> => {
+      while (Date.now() < stopAt) {
+        samples.push(await countObjects(gitdir));
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    };
+
+    await Promise.all([
+      ...Array.from({ length: WRITERS }, (_, w) => writer(w)),
+      ...Array.from({ length: READERS }, (_, r) => reader(r)),
+      sampler(),
+    ]);
+    loopEnd = Date.now();
+    const serverErrors = logs.filter((l) => l.level === 'error' || l.level === 'warn').slice(0, 5);
+    expect(failures, `${JSON.stringify(failures, null, 2)}\nserver log:\n${JSON.stringify(serverErrors, null, 2)}`).to.deep.equal([]);
+    expect(writes, 'writes acknowledged').to.be.greaterThan(60);
+    expect(reads, 'reads answered').to.be.greaterThan(300);
+    expect(logs.filter((l) => l.level === 'error' || l.level === 'warn'), 'errors or warnings logged').to.deep.equal([]);
+  });
+
+  it('repacks happened during the run, automatically, and left few loose objects', async () => {
+    const repacks = logs.filter((l) => l.msg === 'repacked');
+    const during = repacks.filter((l) => Date.parse(l.time) >= loopStart && Date.parse(l.time) <= loopEnd);
+    expect(during.length, 'automatic repacks while the loops ran').to.be.at.least(3);
+    // At least one of them folded every pack into one (-a), deleting packs that readers had open.
+    expect(during.some((l) => l.full === true), 'a full repack while the loops ran').to.equal(true);
+    expect(samples.some((s) => s.packs > 0), 'a pack appeared while the loops ran').to.equal(true);
+    const counts = await countObjects(gitdir);
+    // Each write is a commit, its trees and two blobs: several objects per write.
+    const objectsWritten = writes * 4;
+    expect(counts.packs).to.be.greaterThan(0);
+    expect(counts.inPack).to.be.greaterThan(objectsWritten / 2);
+    expect(counts.loose, JSON.stringify(counts)).to.be.below(THRESHOLD * 2);
+    expect(counts.loose, JSON.stringify(counts)).to.be.below(objectsWritten / 5);
+    // The loose count never ran away during the run either.
+    expect(Math.max(...samples.map((s) => s.loose))).to.be.below(THRESHOLD * 4);
+  });
+
+  it('`knowledge-store gc` while the server runs: exit 0, no loose objects left', async () => {
+    const run = await runCli(['gc', '--data-dir', dataDir, '--json']);
+    expect(run.code, run.stderr).to.equal(0);
+    const reports = JSON.parse(run.stdout) as Array<{ orgId: string; full: boolean; after: { loose: number; packs: number } }>;
+    expect(reports.map((r) => [r.orgId, r.full, r.after.loose])).to.deep.equal([['default', false, 0]]);
+    const counts = await countObjects(gitdir);
+    expect(counts.loose).to.equal(0);
+    expect(counts.packs).to.be.greaterThan(0);
+  });
+
+  it('nothing acknowledged was lost: every version of every item reads back exactly, after the gc', async () => {
+    const jobs: Array<() => Promise<void>> = [];
+    const problems: string[] = [];
+    for (const [path, versions] of acked) {
+      jobs.push(async () => {
+        const current = await api(itemUrl(path), { key: readerKey });
+        if (current.status !== 200) problems.push(`${path}: ${current.status}`);
+        else if ((current.body?.data?.item as { content: string }).content !== versions.at(-1)) problems.push(`${path}: not the last acknowledged write`);
+        const history = await api(`${url}/api/v1/knowledge/history/${path}`, { key: readerKey });
+        const listed = history.body?.data?.versions as Array<{ version: number; message: string }> | undefined;
+        if (listed?.length !== versions.length) problems.push(`${path}: ${listed?.length} versions, ${versions.length} acknowledged`);
+      });
+      versions.forEach((content, i) => {
+        jobs.push(async () => {
+          const res = await api(itemUrl(path, `?version=${i + 1}`), { key: readerKey });
+          if (res.status !== 200) problems.push(`${path}?version=${i + 1}: ${res.status} ${JSON.stringify(res.body)}`);
+          else if ((res.body?.data?.item as { content: string }).content !== content) problems.push(`${path}?version=${i + 1}: wrong content`);
+        });
+      });
+    }
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < jobs.length) await (jobs[next++] as () => Promise<void>)();
+      }),
+    );
+    expect(problems.slice(0, 20)).to.deep.equal([]);
+    expect(jobs.length).to.be.greaterThan(writes);
+    // Every acknowledged write is its own commit (plus seeds, keys are not commits, and the creation commit).
+    const totalWrites = [...acked.values()].reduce((n, v) => n + v.length, 0);
+    expect(await commitCount(gitdir)).to.equal(totalWrites + 1);
+  });
+
+  it('reads succeed while objects/pack holds a temporary index (.tmp-*.idx) whose pack is gone, as C git\'s do', async () => {
+    // The state a repack passes through (git writes objects/pack/.tmp-<pid>-pack-<hash>.{pack,idx} and
+    // renames them into place one after the other), and the state an interrupted gc leaves behind.
+    const packDir = join(gitdir, 'objects/pack');
+    const indexes = (await readdir(packDir)).filter((f) => /^pack-[0-9a-f]{40}\.idx$/.test(f));
+    expect(indexes.length).to.be.greaterThan(0);
+    expect((await countObjects(gitdir)).loose, 'every object is in a pack').to.equal(0);
+    const made: string[] = [];
+    const problems: string[] = [];
+    try {
+      for (const file of indexes) {
+        for (let k = 0; k < 8; k++) {
+          const tmpIndex = join(packDir, `.tmp-${90_000 + k}-${file}`);
+          await copyFile(join(packDir, file), tmpIndex);
+          made.push(tmpIndex);
+        }
+      }
+      // C git ignores such files: it reads every object and finds the repository sound.
+      await fsckStrict(gitdir);
+      const first = [...acked.keys()][0] as string;
+      expect(await git(['show', `main:${first}`], { gitdir })).to.equal(acked.get(first)?.at(-1));
+      for (const [path, versions] of acked) {
+        const res = await api(itemUrl(path, '?version=1'), { key: readerKey });
+        if (res.status !== 200) problems.push(`${path}?version=1: ${res.status}`);
+        else if ((res.body?.data?.item as { content: string }).content !== versions[0]) problems.push(`${path}?version=1: wrong content`);
+      }
+    } finally {
+      await Promise.all(made.map((f) => rm(f, { force: true })));
+    }
+    expect(problems.slice(0, 10), `${problems.length} of ${acked.size} reads failed`).to.deep.equal([]);
+  });
+
+  it('`knowledge-store verify` exits 0 and git fsck --strict is clean', async () => {
+    const run = await runCli(['verify', '--data-dir', dataDir]);
+    expect(run.code, run.stdout + run.stderr).to.equal(0);
+    expect(run.stdout).to.match(/^default: OK/m);
+    await fsckStrict(gitdir);
+  });
+
+  it('`gc --full` while the server runs is refused, and changes nothing', async () => {
+    const before = await countObjects(gitdir);
+    const run = await runCli(['gc', '--full', '--data-dir', dataDir]);
+    expect(run.code).to.not.equal(0);
+    expect(run.stdout).to.equal('');
+    expect(run.stderr).to.match(/--full needs the server .* stopped/);
+    expect(await countObjects(gitdir)).to.deep.equal(before);
+  });
+
+  it('after the server stops, `gc --full` leaves one pack and no loose objects; the repository stays sound', async () => {
+    // A few more writes and a plain gc first, so that there are several packs to fold into one.
+    for (let i = 0; i < 5; i++) {
+      const res = await api(itemUrl(`late/l-${i}.md`), { method: 'PUT', key: writerKey, body: { content: `late ${i}\n` } });
+      expect(res.status).to.equal(200);
+    }
+    expect((await runCli(['gc', '--data-dir', dataDir])).code).to.equal(0);
+    await server?.close(2000);
+    server = undefined;
+    const head = (await git(['rev-parse', 'main'], { gitdir })).trim();
+    expect((await countObjects(gitdir)).packs).to.be.greaterThan(1);
+    const run = await runCli(['gc', '--full', '--data-dir', dataDir]);
+    expect(run.code, run.stderr).to.equal(0);
+    const counts = await countObjects(gitdir);
+    expect(counts.packs).to.equal(1);
+    expect(counts.loose).to.equal(0);
+    expect((await git(['rev-parse', 'main'], { gitdir })).trim()).to.equal(head);
+    await fsckStrict(gitdir);
+    const verify = await runCli(['verify', '--data-dir', dataDir]);
+    expect(verify.code, verify.stdout + verify.stderr).to.equal(0);
+  });
+});
