@@ -1,56 +1,20 @@
 import { createHash } from 'node:crypto';
 import git from 'isomorphic-git';
 import type { Logger } from '../log.js';
-import { formatCommitMessage, formatFolderCommitMessage, type ItemAction } from './commitMessage.js';
+import { buildCommit, type WriteIntent } from './commitBuilder.js';
 import { mapLimit } from './durable.js';
 import type { FsPromises } from './fs.js';
 import { IndexOverlay, ItemIndex, type IndexEntry, type IndexView } from './itemIndex.js';
-import { historyEntry, HistoryLog, type CommitFacts, type HistoryEntry } from './historyLog.js';
-import {
-  LAYOUT,
-  parseFolderRule,
-  parseRecord,
-  serializeFolderRule,
-  serializeRecord,
-  type FolderRule,
-  type ItemRecord,
-} from './itemRecord.js';
+import { HistoryLog, type CommitFacts, type HistoryEntry } from './historyLog.js';
+import { LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
 import { Lru } from './lru.js';
 import { ObjectStager, type TreeEntry } from './objectStager.js';
 import { compareAndSwapRef, readRef } from './refs.js';
-import { TreeEditor, type TreeChange } from './treeEditor.js';
+import { TreeEditor } from './treeEditor.js';
 import { listTreeFiles } from './treeWalk.js';
 import { countObjects, repack, type RepackReport } from './gitService.js';
 
-/**
- * What a transaction asks for: one state change of one item, which becomes
- * exactly one commit. `put` writes content and record; `trash` moves the
- * content under `.trash/`; `restore` moves it back; `purge` removes both.
- */
-export interface ItemIntent {
-  mutation: 'put' | 'trash' | 'restore' | 'purge';
-  path: string;
-  record: ItemRecord;
-  /** New content, for `put`. */
-  content?: string;
-  action: ItemAction;
-  /** The commit message before the trailers. */
-  summary: string;
-  author: { name: string; email: string };
-  when: Date;
-}
-
-/** Sets (or, with null, removes) the rule of a folder. */
-export interface FolderRuleIntent {
-  mutation: 'folderRule';
-  folder: string;
-  rule: FolderRule | null;
-  summary: string;
-  author: { name: string; email: string };
-  when: Date;
-}
-
-export type WriteIntent = ItemIntent | FolderRuleIntent;
+export type { FolderRuleIntent, ItemIntent, WriteIntent } from './commitBuilder.js';
 
 /** An item as it was at some commit: its record and where its content was. */
 export interface ItemAtCommit {
@@ -319,7 +283,7 @@ export class OrgRepo {
           outcomes.push({ pending, result: { commitId: null, entry: null } });
           continue;
         }
-        const built = await this.buildCommit({ intent, overlay, head, root, stager, written });
+        const built = await buildCommit({ intent, overlay, head, root, stager, written, trees: this.trees });
         published.push(built.history);
         head = built.commitId;
         root = built.root;
@@ -352,67 +316,6 @@ export class OrgRepo {
       if (o.result) o.pending.resolve(o.result);
       else o.pending.reject(o.error);
     }
-  }
-
-  private async buildCommit(args: {
-    intent: WriteIntent;
-    overlay: IndexOverlay;
-    head: string | null;
-    root: string | null;
-    stager: ObjectStager;
-    written: Map<string, string>;
-  }): Promise<{ commitId: string; root: string; entry: IndexEntry | null; history: HistoryEntry }> {
-    const { intent, stager } = args;
-    const { changes, entry, message } =
-      intent.mutation === 'folderRule' ? await this.folderChanges(intent, stager) : await this.itemChanges(intent, args);
-    const root = await this.trees.apply(args.root, changes, stager);
-    const author = { ...intent.author, timestamp: Math.floor(intent.when.getTime() / 1000) };
-    const parents = args.head ? [args.head] : [];
-    const commitId = await stager.writeCommit({ tree: root, parents, author, message });
-    return { commitId, root, entry, history: historyEntry(commitId, { parent: args.head, message, author }) };
-  }
-
-  private async itemChanges(
-    intent: ItemIntent,
-    args: { overlay: IndexOverlay; stager: ObjectStager; written: Map<string, string> },
-  ): Promise<{ changes: TreeChange[]; entry: IndexEntry | null; message: string }> {
-    const { path, record } = intent;
-    const { stager } = args;
-    const current = args.overlay.get(path);
-    const changes: TreeChange[] = [];
-    let blobOid: string;
-    if (intent.mutation === 'put') {
-      const content = intent.content ?? '';
-      blobOid = await stager.writeBlob(Buffer.from(content, 'utf8'));
-      args.written.set(blobOid, content);
-      changes.push({ path, oid: blobOid });
-    } else {
-      if (!current) throw new Error(`no entry at ${path} to ${intent.mutation}`);
-      blobOid = current.blobOid;
-      changes.push(
-        { path, oid: intent.mutation === 'restore' ? blobOid : null },
-        { path: LAYOUT.trashPath(path), oid: intent.mutation === 'trash' ? blobOid : null },
-      );
-    }
-    let entry: IndexEntry | null = null;
-    if (intent.mutation === 'purge') {
-      changes.push({ path: LAYOUT.recordPath(path), oid: null });
-    } else {
-      const recordOid = await stager.writeBlob(Buffer.from(serializeRecord(record), 'utf8'));
-      changes.push({ path: LAYOUT.recordPath(path), oid: recordOid });
-      entry = { record, blobOid, recordOid };
-    }
-    const message = formatCommitMessage(intent.summary, { itemId: record.id, itemPath: path, action: intent.action });
-    return { changes, entry, message };
-  }
-
-  private async folderChanges(
-    intent: FolderRuleIntent,
-    stager: ObjectStager,
-  ): Promise<{ changes: TreeChange[]; entry: null; message: string }> {
-    const oid = intent.rule ? await stager.writeBlob(Buffer.from(serializeFolderRule(intent.rule), 'utf8')) : null;
-    const changes = [{ path: LAYOUT.folderRulePath(intent.folder), oid }];
-    return { changes, entry: null, message: formatFolderCommitMessage(intent.summary, intent.folder) };
   }
 
   /**
