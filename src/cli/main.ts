@@ -3,7 +3,7 @@ import { promises as nodeFs } from 'node:fs';
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig, type ConfigOverrides } from '../config.js';
 import { validateOrgId, createOrganization } from '../domain/orgs.js';
-import { createKey, revokeKey } from '../domain/keys.js';
+import { createKey, listKeys, revokeKey } from '../domain/keys.js';
 import { OrgNotFound } from '../domain/errors.js';
 import { isKnowledgeError } from '../errors.js';
 import { startServer } from '../http/server.js';
@@ -132,7 +132,7 @@ export function buildProgram(): Command {
       const { orgs, keys } = stores(opts);
       const orgId = validateOrgId(opts.org);
       if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
-      const list = (await keys.list(orgId)).map(({ hash: _hash, ...k }) => k);
+      const list = (await listKeys({ keys, orgId })).map(({ hash: _hash, ...k }) => k);
       const rows = list.map((k) =>
         [k.id, k.name, k.role, k.createdAt, k.lastUsedAt ?? 'never', k.revokedAt ? `revoked ${k.revokedAt}` : 'active'].join('\t'),
       );

@@ -60,6 +60,11 @@ export async function createKey(args: {
   return { key, secret };
 }
 
+/** The organization's keys, revoked ones included; the caller must present them without their hashes. */
+export function listKeys(args: { keys: KeyStore; orgId: string }): Promise<KeyRecord[]> {
+  return args.keys.list(args.orgId);
+}
+
 export async function revokeKey(args: { keys: KeyStore; keyId: string; orgId?: string; now?: Date }): Promise<KeyRecord> {
   const existing = await args.keys.get(args.keyId);
   if (!existing || (args.orgId !== undefined && existing.orgId !== args.orgId)) throw new KeyNotFound({ keyId: args.keyId });

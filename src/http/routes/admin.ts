@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { changesSince } from '../../domain/changes.js';
 import { getFolderRule, listFolderRules, setFolderRule } from '../../domain/folders.js';
-import { createKey, revokeKey } from '../../domain/keys.js';
+import { createKey, listKeys, revokeKey } from '../../domain/keys.js';
 import { listTrash, purgeItem, restoreItem } from '../../domain/trash.js';
 import type { KeyStore } from '../../storage/keyStore.js';
 import { presentItem, presentKey, presentTrashItem } from '../presenters.js';
@@ -68,7 +68,7 @@ export function adminRoutes(deps: { keys: KeyStore }): Router<AppState> {
 
   router.get(`${API_PREFIX}/keys`, admin, async (ctx) => {
     validateQuery.none(ctx.query);
-    const keys = await deps.keys.list(ctx.state.actor.orgId);
+    const keys = await listKeys({ keys: deps.keys, orgId: ctx.state.actor.orgId });
     ctx.body = { success: true, data: { keys: keys.map(presentKey) } };
   });
 
