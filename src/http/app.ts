@@ -8,6 +8,7 @@ import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';
 import { requestContext } from './middleware/requestContext.js';
 import { adminRoutes } from './routes/admin.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { gitRoutes } from './routes/git.js';
 import { historyRoutes } from './routes/history.js';
 import { itemRoutes } from './routes/items.js';
@@ -18,6 +19,8 @@ export interface AppDeps {
   orgs: OrgStore;
   keys: KeyStore;
   logger: Logger;
+  /** Where the built dashboard lives (dist/dashboard of this package unless given). */
+  dashboardDir?: string;
 }
 
 /** The Koa application: request context -> error envelope -> API key -> routes. No globals; everything passed in. */
@@ -29,6 +32,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   router.use(historyRoutes({ maxContentBytes: deps.config.maxContentBytes }).routes());
   router.use(adminRoutes({ keys: deps.keys }).routes());
   router.use(gitRoutes(deps).routes());
+  router.use(dashboardRoutes({ dir: deps.dashboardDir }).routes());
 
   app.use(requestContext(deps.logger));
   app.use(errorEnvelope(deps.logger));

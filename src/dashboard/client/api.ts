@@ -1,0 +1,152 @@
+import type { ApiKey, FolderRule, Item, TrashItem, Version } from './types.js';
+
+/** A failed call: `status` 0 when the server could not be reached at all. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+const BASE = '/api/v1/knowledge';
+
+/** Item paths are a-z 0-9 - _ . / ; each segment is still encoded, never trusted. */
+export const encodePath = (path: string): string => path.split('/').map(encodeURIComponent).join('/');
+
+/**
+ * The admin API over same-origin fetch, with the key as a Bearer token.
+ * Every answer is the `{success, data|error}` envelope; anything else is an error in words.
+ */
+export class Api {
+  constructor(
+    private readonly key: string,
+    /** Called before a 401 is thrown: the key is no longer valid (revoked, or the data dir changed). */
+    private readonly onUnauthorized: (err: ApiError) => void = () => {},
+  ) {}
+
+  async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.key}`, Accept: 'application/json' };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(`${BASE}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        cache: 'no-store',
+        credentials: 'omit',
+        redirect: 'error',
+      });
+    } catch {
+      throw new ApiError(0, 'Cannot reach the server. Check that it is running and try again.');
+    }
+    let envelope: { success?: unknown; data?: unknown; error?: unknown } | undefined;
+    try {
+      envelope = (await res.json()) as typeof envelope;
+    } catch {
+      envelope = undefined;
+    }
+    if (!res.ok || envelope?.success !== true) {
+      const message = typeof envelope?.error === 'string' ? envelope.error : `Unexpected answer from the server (HTTP ${res.status})`;
+      const err = new ApiError(res.ok ? 502 : res.status, message);
+      if (res.status === 401) this.onUnauthorized(err);
+      throw err;
+    }
+    return envelope.data as T;
+  }
+
+  /** Every live item, without content, following the cursor to the end. */
+  async listItems(): Promise<Item[]> {
+    const items: Item[] = [];
+    let cursor: string | null | undefined;
+    do {
+      const query = new URLSearchParams({ content: 'false', limit: '1000' });
+      if (cursor) query.set('cursor', cursor);
+      const data = await this.call<{ items: Item[]; nextCursor?: string | null }>('GET', `?${query}`);
+      items.push(...data.items);
+      cursor = data.nextCursor;
+    } while (cursor);
+    return items;
+  }
+
+  async getItem(path: string, version?: number): Promise<Item> {
+    const query = version === undefined ? '' : `?version=${version}`;
+    return (await this.call<{ item: Item }>('GET', `/items/${encodePath(path)}${query}`)).item;
+  }
+
+  deleteItem(path: string): Promise<unknown> {
+    return this.call('DELETE', `/items/${encodePath(path)}`);
+  }
+
+  async history(path: string): Promise<Version[]> {
+    return (await this.call<{ versions: Version[] }>('GET', `/history/${encodePath(path)}`)).versions;
+  }
+
+  async diff(path: string, from: number, to: number): Promise<string> {
+    return (await this.call<{ diff: string }>('GET', `/diff/${encodePath(path)}?from=${from}&to=${to}`)).diff;
+  }
+
+  async rollback(path: string, version: number): Promise<Item> {
+    return (await this.call<{ item: Item }>('POST', '/rollback', { path, version })).item;
+  }
+
+  async trash(): Promise<TrashItem[]> {
+    return (await this.call<{ items: TrashItem[] }>('GET', '/trash')).items;
+  }
+
+  async restore(path: string): Promise<Item> {
+    return (await this.call<{ item: Item }>('POST', '/trash/restore', { path })).item;
+  }
+
+  purge(path: string): Promise<unknown> {
+    return this.call('DELETE', `/trash/items/${encodePath(path)}`);
+  }
+
+  async keys(): Promise<ApiKey[]> {
+    return (await this.call<{ keys: ApiKey[] }>('GET', '/keys')).keys;
+  }
+
+  createKey(name: string, role: string): Promise<{ key: ApiKey; secret: string }> {
+    return this.call('POST', '/keys', { name, role });
+  }
+
+  async revokeKey(id: string): Promise<ApiKey> {
+    return (await this.call<{ key: ApiKey }>('DELETE', `/keys/${encodeURIComponent(id)}`)).key;
+  }
+
+  async folders(): Promise<FolderRule[]> {
+    return (await this.call<{ folders: FolderRule[] }>('GET', '/folders')).folders;
+  }
+
+  async setFolderRule(folder: string, rule: { requiredReadPermission: string; requiredWritePermission: string }): Promise<FolderRule> {
+    return (await this.call<{ folder: FolderRule }>('PUT', `/folders/${encodePath(folder)}`, rule)).folder;
+  }
+}
+
+/** An error in words for the person looking at the page. */
+export function describeError(err: unknown): string {
+  if (err instanceof ApiError) {
+    switch (err.status) {
+      case 0:
+        return err.message;
+      case 401:
+        return `The server refused the key (401 ${err.message}).`;
+      case 403:
+        return `Not allowed (403): ${err.message}.`;
+      case 404:
+        return `Not found (404): ${err.message}.`;
+      case 409:
+        return `Conflict (409): ${err.message}.`;
+      case 412:
+        return `Changed meanwhile (412): ${err.message}.`;
+      case 503:
+        return `The server is busy (503): ${err.message}`;
+      default:
+        return err.status >= 500 ? `The server failed (${err.status}): ${err.message}.` : `Refused (${err.status}): ${err.message}.`;
+    }
+  }
+  return `Something went wrong in the page: ${err instanceof Error ? err.message : String(err)}`;
+}

@@ -1,0 +1,128 @@
+import { describeError, encodePath } from '../api.js';
+import type { Ctx, Route, View } from '../context.js';
+import { empty, errorBox, h, loading, replace } from '../dom.js';
+import { buildTree, filterPaths, foldersAbove, type TreeFolder } from '../tree.js';
+import type { Item } from '../types.js';
+import { itemDetail } from './item.js';
+
+/** Below this many items every folder starts open; above it, only those on the way to the open item. */
+const OPEN_ALL_BELOW = 200;
+
+/** Items: the folder tree with a path filter on the left, the open item on the right. */
+export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>): View {
+  let selected = initial.path;
+  let paths: string[] | null = null;
+  const open = new Set<string>();
+
+  const heading = h('h1', { tabindex: '-1', id: 'items-heading' }, 'Items');
+  const count = h('p', { class: 'count muted', 'aria-live': 'polite' });
+  const filter = h('input', { id: 'item-filter', type: 'search', autocomplete: 'off', spellcheck: 'false', placeholder: 'e.g. docs/ or guide' });
+  const treeBox = h('div', { class: 'tree-box' });
+  const detail = h('section', { class: 'detail-pane', 'aria-label': 'Open item' });
+  const refresh = h('button', { type: 'button', class: 'secondary small', onclick: () => void loadTree() }, 'Refresh');
+  const treePane = h(
+    'section',
+    { class: 'tree-pane', 'aria-labelledby': 'items-heading' },
+    h('div', { class: 'pane-head' }, heading, refresh),
+    h('label', { for: 'item-filter' }, 'Filter by path'),
+    filter,
+    count,
+    treeBox,
+  );
+  const layout = h('div', { class: 'items-layout' }, treePane, detail);
+  filter.addEventListener('input', () => renderTree());
+
+  async function loadTree(): Promise<void> {
+    replace(treeBox, loading('Loading items…'));
+    replace(count);
+    try {
+      const items: Item[] = await ctx.api.listItems();
+      const first = paths === null;
+      paths = items.map((i) => i.path);
+      if (first && paths.length < OPEN_ALL_BELOW) for (const p of paths) foldersAbove(p).forEach((f) => open.add(f));
+      if (selected) foldersAbove(selected).forEach((f) => open.add(f));
+      renderTree();
+    } catch (err) {
+      replace(treeBox, errorBox(describeError(err), () => void loadTree()));
+    }
+  }
+
+  function renderTree(): void {
+    if (paths === null) return;
+    const words = filter.value.trim();
+    if (paths.length === 0) {
+      replace(count);
+      replace(treeBox, empty('No items yet. Items are written through the API (PUT /api/v1/knowledge/items/{path}); they appear here once they exist.'));
+      return;
+    }
+    const shown = filterPaths(paths, words);
+    count.textContent = words ? `${shown.length} of ${paths.length} items match` : `${paths.length} item${paths.length === 1 ? '' : 's'}`;
+    if (shown.length === 0) {
+      replace(treeBox, empty(`No item path contains “${words}”.`));
+      return;
+    }
+    const tree = buildTree(shown);
+    replace(treeBox, h('ul', { class: 'tree', 'aria-label': 'Items by folder' }, children(tree, words !== '')));
+  }
+
+  function children(folder: TreeFolder, filtering: boolean): HTMLLIElement[] {
+    const folders = folder.folders.map((f) => {
+      const details = h(
+        'details',
+        { open: filtering || open.has(f.path) },
+        h('summary', null, h('span', { class: 'folder-name' }, `${f.name}/`), h('span', { class: 'badge', 'aria-label': `${f.count} items` }, f.count)),
+        h('ul', null, children(f, filtering)),
+      );
+      details.addEventListener('toggle', () => {
+        if (filtering) return;
+        if (details.open) open.add(f.path);
+        else open.delete(f.path);
+      });
+      return h('li', { class: 'folder' }, details);
+    });
+    const items = folder.items.map((i) =>
+      h(
+        'li',
+        { class: 'leaf' },
+        h('a', { href: `#/items/${encodePath(i.path)}`, 'data-path': i.path, 'aria-current': i.path === selected ? 'page' : null, title: i.path }, i.name),
+      ),
+    );
+    return [...folders, ...items];
+  }
+
+  function showDetail(): void {
+    for (const a of treeBox.querySelectorAll<HTMLAnchorElement>('a[data-path]')) {
+      if (a.dataset.path === selected) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+    layout.classList.toggle('has-selection', selected !== undefined);
+    if (!selected) {
+      replace(detail, empty('Select an item in the tree to see its content, metadata, permission requirements and history.'));
+      return;
+    }
+    replace(
+      detail,
+      itemDetail(ctx, selected, {
+        onChanged: () => void loadTree(),
+        onDeleted: () => {
+          paths = paths?.filter((p) => p !== selected) ?? null;
+          ctx.navigate('#/items');
+          void loadTree();
+        },
+      }),
+    );
+  }
+
+  void loadTree();
+  showDetail();
+  return {
+    el: layout,
+    title: selected ? selected : 'Items',
+    update(route) {
+      if (route.name !== 'items') return;
+      selected = route.path;
+      this.title = selected ?? 'Items';
+      showDetail();
+    },
+  };
+}

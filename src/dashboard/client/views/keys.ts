@@ -1,0 +1,143 @@
+import { describeError } from '../api.js';
+import type { Ctx, View } from '../context.js';
+import { confirmDialog } from '../dialog.js';
+import { empty, errorBox, h, loading, replace, table, time } from '../dom.js';
+import { ROLES, type ApiKey } from '../types.js';
+
+/** The organization's API keys: list, create (the secret shown once), revoke. */
+export function keysView(ctx: Ctx): View {
+  const list = h('div', { class: 'keys-body' });
+  const created = h('div', { class: 'created-key' });
+  const name = h('input', { id: 'key-name', name: 'name', type: 'text', required: true, maxlength: '100', autocomplete: 'off', placeholder: 'e.g. research-agent' });
+  const role = h('select', { id: 'key-role', name: 'role' }, ROLES.map((r) => h('option', { value: r, selected: r === 'reader' }, r)));
+  const formMessage = h('div', { role: 'alert', class: 'form-message' });
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Create key');
+
+  const form = h(
+    'form',
+    {
+      class: 'create-key inline-form',
+      'aria-labelledby': 'create-key-heading',
+      novalidate: true,
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        replace(formMessage);
+        const value = name.value.trim();
+        if (!value) {
+          replace(formMessage, h('p', { class: 'error-text' }, 'Give the key a name (who or what will use it).'));
+          name.focus();
+          return;
+        }
+        submit.disabled = true;
+        try {
+          const { key, secret } = await ctx.api.createKey(value, role.value);
+          name.value = '';
+          showSecret(key, secret);
+          await load();
+        } catch (err) {
+          replace(formMessage, h('p', { class: 'error-text' }, describeError(err)));
+        } finally {
+          submit.disabled = false;
+        }
+      },
+    },
+    h('h2', { id: 'create-key-heading' }, 'Create a key'),
+    h(
+      'div',
+      { class: 'fields' },
+      h('div', { class: 'field grow' }, h('label', { for: 'key-name' }, 'Name'), name),
+      h('div', { class: 'field' }, h('label', { for: 'key-role' }, 'Role'), role),
+      h('div', { class: 'field actions' }, submit),
+    ),
+    formMessage,
+  );
+
+  const el = h(
+    'section',
+    { class: 'page', 'aria-labelledby': 'keys-heading' },
+    h('div', { class: 'page-head' }, h('h1', { id: 'keys-heading', tabindex: '-1' }, 'API keys'), h('button', { type: 'button', class: 'secondary small', onclick: () => void load() }, 'Refresh')),
+    h('p', { class: 'lead' }, 'Keys of this organization. Readers read; writers also write; admins also delete, restore and manage keys and folder rules. A revoked key is refused from its next request on.'),
+    form,
+    created,
+    h('h2', null, 'Keys'),
+    list,
+  );
+
+  function showSecret(key: ApiKey, secret: string): void {
+    const field = h('input', { id: 'new-key-secret', type: 'text', readonly: true, value: secret, spellcheck: 'false', 'aria-describedby': 'new-key-note' });
+    const status = h('span', { class: 'copy-status', role: 'status' });
+    const copy = async (): Promise<void> => {
+      try {
+        await navigator.clipboard.writeText(secret);
+        status.textContent = 'Copied.';
+      } catch {
+        field.focus();
+        field.select();
+        status.textContent = 'Could not copy by itself: the key is selected, press Ctrl+C (⌘C) to copy it.';
+      }
+    };
+    replace(
+      created,
+      h(
+        'div',
+        { class: 'secret-once', role: 'region', 'aria-label': 'New key secret' },
+        h('h2', null, `New ${key.role} key “${key.name}”`),
+        h('p', { id: 'new-key-note' }, h('strong', null, 'Copy it now: it is shown only once.'), ' Only its hash is stored, so it cannot be shown again.'),
+        h('label', { for: 'new-key-secret' }, 'Secret'),
+        h(
+          'div',
+          { class: 'secret-row' },
+          field,
+          h('button', { type: 'button', class: 'primary', onclick: () => void copy() }, 'Copy'),
+          h('button', { type: 'button', class: 'secondary', onclick: () => replace(created) }, 'Done'),
+        ),
+        status,
+      ),
+    );
+    field.focus();
+    field.select();
+  }
+
+  const revoke = async (key: ApiKey): Promise<void> => {
+    const ok = await confirmDialog({
+      title: `Revoke the key “${key.name}”?`,
+      body: [h('p', null, `Every client using this ${key.role} key (`, h('code', null, key.id), ') is refused from its next request. A revoked key cannot be turned back on.')],
+      confirmLabel: 'Revoke key',
+      danger: true,
+    });
+    if (!ok) return;
+    try {
+      await ctx.api.revokeKey(key.id);
+      ctx.notify(`Revoked the key “${key.name}”.`);
+      await load();
+    } catch (err) {
+      ctx.notify({ kind: 'error', text: `Revoke failed. ${describeError(err)}` });
+    }
+  };
+
+  const load = async (): Promise<void> => {
+    replace(list, loading('Loading keys…'));
+    try {
+      const keys = await ctx.api.keys();
+      if (keys.length === 0) return replace(list, empty('This organization has no keys.'));
+      const sorted = [...keys].sort((a, b) => Number(a.revokedAt !== null) - Number(b.revokedAt !== null) || a.createdAt.localeCompare(b.createdAt));
+      const rows = sorted.map((k) => [
+        h('span', { class: 'key-name' }, k.name),
+        h('span', { class: `role role-${k.role}` }, k.role),
+        h('code', { class: 'small-code' }, k.id),
+        time(k.createdAt),
+        time(k.lastUsedAt, 'never'),
+        k.revokedAt ? h('span', { class: 'status revoked' }, 'revoked ', time(k.revokedAt)) : h('span', { class: 'status active' }, 'active'),
+        k.revokedAt
+          ? h('span', { class: 'muted' }, '—')
+          : h('button', { type: 'button', class: 'danger-outline small', 'data-key-id': k.id, onclick: () => void revoke(k) }, 'Revoke…'),
+      ]);
+      replace(list, table('API keys of this organization, active first', ['Name', 'Role', 'Id', 'Created', 'Last used', 'Status', 'Actions'], rows, 'keys'));
+    } catch (err) {
+      replace(list, errorBox(describeError(err), () => void load()));
+    }
+  };
+
+  void load();
+  return { el, title: 'API keys' };
+}
