@@ -32,9 +32,7 @@ export class KeyStore {
   private byHash = new Map<string, KeyRecord>();
   private byId = new Map<string, KeyRecord>();
   private stamp: string | null = null;
-  /** When the last completed check of the file began. */
-  private checkedAt = 0;
-  private refreshing: Promise<void> | null = null;
+  private checking: { startedAt: number; done: Promise<void> } | null = null;
   private readonly used = new Map<string, string>();
   readonly path: string;
 
@@ -43,25 +41,20 @@ export class KeyStore {
       fs: FsPromises;
       dataDir: string;
       logger: Logger;
-      /** How stale the in-memory copy may be when a key is found (a revoke by the CLI shows within this). */
-      refreshMs?: number;
-      /** How stale it may be when a key is not found (a key created by the CLI works within this). */
-      missRefreshMs?: number;
     },
   ) {
     this.path = `${options.dataDir}/keys.json`;
   }
 
-  /** The active or revoked key with this secret hash, as of at most `refreshMs` ago. */
+  /**
+   * The active or revoked key with this secret hash, as keys.json stands now: a
+   * key revoked or created by the CLI counts from the very next request. Costs
+   * one stat of the file (re-read only when it changed), shared by the requests
+   * that arrive while it runs.
+   */
   async findByHash(hash: string): Promise<KeyRecord | undefined> {
-    const { refreshMs = 250, missRefreshMs = 20 } = this.options;
-    if (Date.now() - this.checkedAt > refreshMs) await this.refresh();
-    let found = this.byHash.get(hash);
-    if (!found && Date.now() - this.checkedAt > missRefreshMs) {
-      await this.refresh();
-      found = this.byHash.get(hash);
-    }
-    return found;
+    await this.refresh();
+    return this.byHash.get(hash);
   }
 
   async get(keyId: string): Promise<KeyRecord | undefined> {
@@ -128,19 +121,29 @@ export class KeyStore {
   }
 
   /**
-   * Concurrent callers share one check: each of them waits until the maps
-   * reflect the file as it was when the check began (a caller that skipped the
-   * wait would look a key up in maps about to be replaced).
+   * Brings the maps up to date with the file as it is now. A caller may share a
+   * check already running only if that check began after the caller arrived: one
+   * that began earlier may have read the file before a change the caller must see.
    */
-  private refresh(): Promise<void> {
-    this.refreshing ??= this.reload().finally(() => {
-      this.refreshing = null;
-    });
-    return this.refreshing;
+  private async refresh(): Promise<void> {
+    const arrived = performance.now();
+    for (;;) {
+      const running = this.checking;
+      if (running && running.startedAt >= arrived) return running.done;
+      if (running) {
+        await running.done.catch(() => undefined);
+        continue;
+      }
+      const startedAt = performance.now();
+      const done = this.reload().finally(() => {
+        if (this.checking?.done === done) this.checking = null;
+      });
+      this.checking = { startedAt, done };
+      return done;
+    }
   }
 
   private async reload(): Promise<void> {
-    const started = Date.now();
     let stamp: string;
     try {
       const s = await this.options.fs.stat(this.path);
@@ -150,7 +153,6 @@ export class KeyStore {
       stamp = 'missing';
     }
     if (stamp !== this.stamp) this.install(await this.readFile(), stamp);
-    this.checkedAt = started;
   }
 
   private install(file: KeyFile, stamp: string | null): void {
