@@ -18,6 +18,7 @@ export interface LockOptions {
 
 export class LockFile {
   private done = false;
+  private renamed = false;
   private constructor(
     private readonly fs: FsPromises,
     readonly path: string,
@@ -51,11 +52,20 @@ export class LockFile {
       await this.handle.close();
       await this.fs.rename(this.path, this.target);
       this.done = true;
+      this.renamed = true;
     } catch (err) {
       await this.release();
       throw err;
     }
     await fsyncDir(this.fs, dirname(this.target));
+  }
+
+  /**
+   * True once the new content is in place. `commit` can fail after that point (the fsync of
+   * the directory, which makes the rename durable): the caller then knows the target changed.
+   */
+  get committed(): boolean {
+    return this.renamed;
   }
 
   async release(): Promise<void> {

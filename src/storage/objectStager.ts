@@ -76,14 +76,21 @@ export class ObjectStager {
       const tmp = `${dir}/tmp_obj_${randomBytes(8).toString('hex')}`;
       const handle = await fs.open(tmp, 'wx', 0o644);
       try {
-        await handle.write(deflated);
-        // Read-only, as git leaves its objects (set on the handle: some file systems refuse writes through a 0444 create).
-        await handle.chmod(0o444);
-        await handle.sync();
-      } finally {
-        await handle.close();
+        try {
+          await handle.write(deflated);
+          // Read-only, as git leaves its objects (set on the handle: some file systems refuse writes through a 0444 create).
+          await handle.chmod(0o444);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        await fs.rename(tmp, final);
+      } catch (err) {
+        // Most likely a full disk: a half-written temp file would only hold on to the space
+        // (nothing but `git gc`, weeks later, removes them), so it goes with the failed write.
+        await fs.unlink(tmp).catch(() => undefined);
+        throw err;
       }
-      await fs.rename(tmp, final);
       touched.add(dir);
       written++;
     });

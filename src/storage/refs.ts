@@ -2,6 +2,8 @@ import { errnoCode } from '../errors.js';
 import { RefConflict } from './errors.js';
 import type { FsPromises } from './fs.js';
 import { LockFile, type LockOptions } from './lockFile.js';
+import { fsyncDir } from './durable.js';
+import { dirname } from 'node:path';
 
 export const MAIN_REF = 'refs/heads/main';
 const OID = /^[0-9a-f]{40}$/;
@@ -48,6 +50,31 @@ export async function compareAndSwapRef(args: {
     const actual = await readRef(fs, gitdir, ref);
     if (actual !== expected) throw new RefConflict({ ref, expected, actual });
     await lock.commit(`${next}\n`);
+  } catch (err) {
+    // The rename may have gone through and only the fsync of the directory failed: the
+    // branch shows `next`, but not durably, and the caller answers failure (design.md,
+    // rule 3: 200 only once the ref update is durable). Put `expected` back, so that the
+    // branch holds what the caller reports; the caller re-reads the branch either way.
+    if (lock.committed) await undoSwap({ fs, gitdir, ref, expected, next, lock: args.lock }).catch(() => undefined);
+    throw err;
+  } finally {
+    await lock.release();
+  }
+}
+
+/** Sets the branch back from `next` to `expected` (deleting it when it had none), under its lock. */
+async function undoSwap(args: { fs: FsPromises; gitdir: string; ref: string; expected: string | null; next: string; lock?: LockOptions }): Promise<void> {
+  const { fs, gitdir, ref, expected, next } = args;
+  const target = `${gitdir}/${ref}`;
+  const lock = await LockFile.acquire(fs, target, args.lock);
+  try {
+    if ((await readRef(fs, gitdir, ref)) !== next) return; // someone else has moved it since: not ours to undo
+    if (expected !== null) {
+      await lock.commit(`${expected}\n`);
+    } else {
+      await fs.unlink(target);
+      await fsyncDir(fs, dirname(target));
+    }
   } finally {
     await lock.release();
   }
