@@ -61,6 +61,10 @@ export function buildProgram(): Command {
     .option('--max-content-bytes <n>', 'largest item content in bytes (default: $KNOWLEDGE_MAX_CONTENT_BYTES or 1048576)')
     .option('--log-level <level>', 'error, warn, info or debug (default: $LOG_LEVEL or info)')
     .option('--auto-repack-objects <n>', 'repack an organization past this many loose objects, 0 = never (default: $KNOWLEDGE_AUTO_REPACK_OBJECTS or 10000)')
+    .option('--rate-limit-per-key <n>', 'API requests per minute per key, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY or 6000)')
+    .option('--rate-limit-per-key-burst <n>', 'requests a key may send at once (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY_BURST, else 6000, or the per-minute rate when that is changed)')
+    .option('--rate-limit-auth-failures <n>', 'failed authentications per minute per client address, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES or 20)')
+    .option('--rate-limit-auth-failures-burst <n>', 'failures an address may have in a row (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES_BURST, else 40, or the per-minute rate when that is changed)')
     .action(async (opts: ConfigOverrides) => {
       const config = loadConfig(process.env, opts);
       const logger = createLogger({ level: config.logLevel });

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { mapLimit } from '../storage/durable.js';
 import { versionTag, type IndexEntry } from '../storage/itemIndex.js';
 import type { ItemRecord } from '../storage/itemRecord.js';
 import type { OrgRepo, RepoView, WriteIntent } from '../storage/orgRepo.js';
@@ -41,16 +40,18 @@ function decodeCursor(cursor: string): string {
   }
 }
 
-/** Every item the role may read, in path order; a page of them when `limit` is given. */
-export async function listItems(args: {
+/**
+ * Which items a list shows: every item the role may read, in path order (a page of them when `limit`
+ * is given), and the cursor of the next page. Nothing is read from git yet: see `itemViews`.
+ */
+export function selectItems(args: {
   repo: OrgRepo;
   actor: Actor;
   prefix?: string;
   limit?: number;
   cursor?: string;
-  withContent?: boolean;
-}): Promise<{ items: ItemView[]; nextCursor?: string | null }> {
-  const { repo, actor, limit, withContent = true } = args;
+}): { entries: IndexEntry[]; nextCursor?: string | null } {
+  const { repo, actor, limit } = args;
   requireRole(actor, 'knowledge:read');
   const prefix = args.prefix === undefined ? undefined : validateFolderPrefix(args.prefix);
   const after = args.cursor === undefined ? undefined : decodeCursor(args.cursor);
@@ -64,10 +65,52 @@ export async function listItems(args: {
     }
     entries.push(entry);
   }
-  const items = await mapLimit(entries, 16, (e) => view(repo, e, withContent));
-  if (limit === undefined) return { items };
+  if (limit === undefined) return { entries };
   const last = entries[entries.length - 1];
-  return { items, nextCursor: more && last ? encodeCursor(last.record.path) : null };
+  return { entries, nextCursor: more && last ? encodeCursor(last.record.path) : null };
+}
+
+/** Contents read ahead of the consumer of `itemViews`: enough to keep git busy, few enough to stay small. */
+export const LIST_READ_AHEAD = 8;
+
+/**
+ * The entries' views, in order, with content read at most `readAhead` items ahead of the consumer:
+ * a list of any length holds only a few contents at a time (issue 7: memory stays bounded while
+ * listing 10,000 large items). A consumer that stops early stops the reads.
+ */
+export async function* itemViews(args: {
+  repo: OrgRepo;
+  entries: readonly IndexEntry[];
+  withContent: boolean;
+  readAhead?: number;
+}): AsyncGenerator<ItemView, void, undefined> {
+  const { repo, entries, withContent, readAhead = LIST_READ_AHEAD } = args;
+  const pending: Promise<ItemView>[] = [];
+  let next = 0;
+  while (next < entries.length || pending.length > 0) {
+    while (pending.length < readAhead && next < entries.length) {
+      const read = view(repo, entries[next++] as IndexEntry, withContent);
+      // Awaited in order below; a read that fails after the consumer has gone must not be an unhandled rejection.
+      read.catch(() => undefined);
+      pending.push(read);
+    }
+    yield await (pending.shift() as Promise<ItemView>);
+  }
+}
+
+/** Every item the role may read, in path order, with content unless told otherwise; a page of them when `limit` is given. */
+export async function listItems(args: {
+  repo: OrgRepo;
+  actor: Actor;
+  prefix?: string;
+  limit?: number;
+  cursor?: string;
+  withContent?: boolean;
+}): Promise<{ items: ItemView[]; nextCursor?: string | null }> {
+  const { entries, nextCursor } = selectItems(args);
+  const items: ItemView[] = [];
+  for await (const item of itemViews({ repo: args.repo, entries, withContent: args.withContent ?? true })) items.push(item);
+  return nextCursor === undefined ? { items } : { items, nextCursor };
 }
 
 export async function getItem(args: { repo: OrgRepo; actor: Actor; path: string }): Promise<ItemView> {

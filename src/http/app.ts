@@ -6,6 +6,7 @@ import type { OrgStore } from '../storage/orgStore.js';
 import { requireApiKey } from './middleware/auth.js';
 import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';
+import { limitFailedAuthentication, limitPerKey } from './middleware/rateLimit.js';
 import { requestContext } from './middleware/requestContext.js';
 import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -15,7 +16,7 @@ import { itemRoutes } from './routes/items.js';
 import type { AppState } from './state.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'maxContentBytes'>;
+  config: Pick<Config, 'maxContentBytes' | 'rateLimitPerKey' | 'rateLimitPerKeyBurst' | 'rateLimitAuthFailures' | 'rateLimitAuthFailuresBurst'>;
   orgs: OrgStore;
   keys: KeyStore;
   logger: Logger;
@@ -23,12 +24,20 @@ export interface AppDeps {
   dashboardDir?: string;
 }
 
-/** The Koa application: request context -> error envelope -> API key -> routes. No globals; everything passed in. */
+/**
+ * The Koa application: request context -> error envelope -> rate limits and API key -> routes.
+ * No globals; everything passed in.
+ */
 export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.silent = true; // faults are logged once, by the error envelope, with their request id
+  const { config } = deps;
+  const failedAuth = limitFailedAuthentication({ perMinute: config.rateLimitAuthFailures, burst: config.rateLimitAuthFailuresBurst });
+  const perKey = limitPerKey({ perMinute: config.rateLimitPerKey, burst: config.rateLimitPerKeyBurst });
   const auth = requireApiKey(deps);
-  const router = itemRoutes({ maxContentBytes: deps.config.maxContentBytes });
+  // An address that keeps failing is refused before its key is looked at; a good key then spends its own quota.
+  const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));
+  const router = itemRoutes({ maxContentBytes: deps.config.maxContentBytes, logger: deps.logger });
   router.use(historyRoutes({ maxContentBytes: deps.config.maxContentBytes }).routes());
   router.use(adminRoutes({ keys: deps.keys }).routes());
   router.use(gitRoutes(deps).routes());
@@ -36,7 +45,12 @@ export function createApp(deps: AppDeps): Koa<AppState> {
 
   app.use(requestContext(deps.logger));
   app.use(errorEnvelope(deps.logger));
-  app.use(async (ctx, next) => (ctx.path === '/api' || ctx.path.startsWith('/api/') ? auth(ctx, next) : next()));
+  app.use(async (ctx, next) => {
+    if (ctx.path === '/api' || ctx.path.startsWith('/api/')) return api(ctx, next);
+    // Git checks its HTTP Basic key in its routes; failed attempts count against the address all the same.
+    if (ctx.path.startsWith('/git/')) return failedAuth(ctx, next);
+    return next();
+  });
   app.use(router.routes());
   // The router answers OPTIONS with an empty body; every response here is a JSON envelope.
   app.use(async (ctx, next) => {

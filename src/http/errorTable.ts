@@ -1,4 +1,6 @@
 import { errnoCode, isKnowledgeError, type KnowledgeError } from '../errors.js';
+import type { RateQuota } from './httpErrors.js';
+import { rateLimitHeaders } from './middleware/rateLimit.js';
 
 /**
  * The one place where errors become HTTP statuses and client messages
@@ -14,6 +16,12 @@ export interface ErrorResponse {
 }
 
 type Row = (err: KnowledgeError) => Omit<ErrorResponse, 'fault'>;
+
+/**
+ * A body refused for its size is usually refused before it is read (its Content-Length says
+ * enough): closing the connection spares reading, only to discard, what the client still sends.
+ */
+const CLOSE = { Connection: 'close' } as const;
 
 const TABLE: Record<string, Row> = {
   UNAUTHORIZED: () => ({ status: 401, message: 'Invalid API key' }),
@@ -43,8 +51,16 @@ const TABLE: Record<string, Row> = {
     status: 412,
     message: err.data.reason === 'exists' ? 'Precondition failed: the item already exists' : 'Precondition failed: the item has changed',
   }),
-  CONTENT_TOO_LARGE: () => ({ status: 413, message: 'Content too large' }),
+  CONTENT_TOO_LARGE: () => ({ status: 413, message: 'Content too large', headers: CLOSE }),
   UNSUPPORTED_MEDIA_TYPE: () => ({ status: 415, message: 'Content-Type must be application/json' }),
+  TOO_MANY_REQUESTS: (err) => {
+    const quota = err.data.quota as RateQuota;
+    return {
+      status: 429,
+      message: 'Too many requests',
+      headers: { 'Retry-After': String(quota.retryAfterSeconds), ...rateLimitHeaders(quota) },
+    };
+  },
   LOCK_TIMEOUT: () => ({ status: 503, message: 'The store is busy; try again', headers: { 'Retry-After': '1' } }),
   REF_CONFLICT: () => ({ status: 503, message: 'The repository changed during the request; try again', headers: { 'Retry-After': '1' } }),
 };
@@ -63,14 +79,19 @@ export function toErrorResponse(err: unknown): ErrorResponse {
   }
   const system = errnoCode(err);
   if (system === 'ENOSPC' || system === 'EDQUOT') return { status: 507, message: 'Insufficient storage', fault: true };
+  // A body whose Content-Encoding does not decode (zlib's Z_DATA_ERROR, Z_BUF_ERROR, brotli's errors) is the client's.
+  if (system?.startsWith('Z_') || system?.startsWith('ERR__ERROR_FORMAT') || system === 'ERR_BROTLI_DECOMPRESSION_FAILED') {
+    return { status: 400, message: 'Request body does not decode with its Content-Encoding', fault: false };
+  }
   const { status, type, expose } = (typeof err === 'object' && err !== null ? err : {}) as HttpishError;
   if (typeof status === 'number' && status >= 400 && status < 500 && expose !== false) {
     switch (type) {
       case 'entity.too.large':
-        return { status: 413, message: 'Content too large', fault: false };
+        return { status: 413, message: 'Content too large', headers: CLOSE, fault: false };
       case 'entity.parse.failed':
       case undefined:
         if (status === 400) return { status, message: 'Malformed JSON body', fault: false };
+        if (status === 415) return { status, message: 'Unsupported Content-Encoding', fault: false };
         break;
       case 'encoding.unsupported':
       case 'charset.unsupported':

@@ -45,3 +45,21 @@ export class GitPushRefused extends KnowledgeError<Record<string, never>> {
     super('GIT_PUSH_REFUSED', 'the repository is read-only over git', {});
   }
 }
+
+/** What a rate limit leaves a client: the RateLimit header fields, and how long to wait when nothing is left. */
+export interface RateQuota {
+  /** The bucket's size: requests that may be sent at once. */
+  limit: number;
+  remaining: number;
+  /** Seconds until the quota is whole again. */
+  resetSeconds: number;
+  /** Seconds until the next request is allowed (0 while some are left). */
+  retryAfterSeconds: number;
+}
+
+/** Over a rate limit (issue 7): the key sent too many requests, or the address failed authentication too often. */
+export class TooManyRequests extends KnowledgeError<{ scope: 'key' | 'address'; quota: RateQuota }> {
+  constructor(data: { scope: 'key' | 'address'; quota: RateQuota }) {
+    super('TOO_MANY_REQUESTS', `rate limit per ${data.scope} exceeded`, data);
+  }
+}

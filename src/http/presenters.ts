@@ -35,6 +35,43 @@ export function presentItem(orgId: string, item: ItemView): KnowledgeItem {
   });
 }
 
+/** Pieces of the list body are sent once they reach this many characters (few writes for small items, small pieces for big ones). */
+const LIST_PIECE_CHARS = 64 * 1024;
+
+/**
+ * The list envelope `{"success":true,"data":{"items":[...]}}` (plus `nextCursor` when paging) as
+ * text produced piece by piece while `items` are read: byte for byte what `JSON.stringify` gives
+ * for the whole object, without ever holding the whole of it (issue 7).
+ */
+export async function* itemListBody(args: {
+  orgId: string;
+  items: AsyncIterable<ItemView>;
+  nextCursor?: string | null;
+}): AsyncGenerator<string, void, undefined> {
+  let piece = '{"success":true,"data":{"items":[';
+  let first = true;
+  for await (const item of args.items) {
+    const json = JSON.stringify(presentItem(args.orgId, item));
+    if (!first) piece += ',';
+    first = false;
+    if (json.length >= LIST_PIECE_CHARS) {
+      // A big item goes out as it is: gluing it to the piece before it would only copy it once more.
+      yield piece;
+      yield json;
+      piece = '';
+      continue;
+    }
+    piece += json;
+    if (piece.length >= LIST_PIECE_CHARS) {
+      yield piece;
+      piece = '';
+    }
+  }
+  piece += ']';
+  if (args.nextCursor !== undefined) piece += `,"nextCursor":${JSON.stringify(args.nextCursor)}`;
+  yield `${piece}}}`;
+}
+
 /** Strong entity tags, quoted as HTTP wants them. */
 export const formatEtag = (tag: string): string => `"${tag}"`;
 

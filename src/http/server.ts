@@ -20,6 +20,13 @@ export interface RunningServer {
 
 export const DEFAULT_ORG = 'default';
 
+/** What every response carries (contract §3, issue 7), also those Node's HTTP layer answers before Koa. */
+const STANDARD_HEADERS = (): Record<string, string> => ({
+  'X-Request-Id': randomUUID(),
+  'X-Content-Type-Options': 'nosniff',
+  'Cache-Control': 'no-store',
+});
+
 /** How often key last-used times are written out (never once per request). */
 const USAGE_FLUSH_MS = 30_000;
 
@@ -44,21 +51,35 @@ export async function startServer(args: {
     const server = http.createServer(
       {
         maxHeaderSize: 16 * 1024,
+        // A client has 15 s to send its headers and 60 s for the whole request (slowloris, issue 7);
+        // the timeouts are checked every second rather than Node's default 30 s, so slow clients go promptly.
         headersTimeout: 15_000,
         requestTimeout: 60_000,
+        connectionsCheckingInterval: 1_000,
         keepAliveTimeout: 5_000,
+        // Node would answer a request without Host with a bare 400 of its own; the app answers everything.
+        requireHostHeader: false,
       },
       app.callback(),
     );
+    // Node answers an Expect other than 100-continue itself (bare 417) unless asked: give it the envelope.
+    server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const body = JSON.stringify({ success: false, error: 'Expectation failed' });
+      res.writeHead(417, { ...STANDARD_HEADERS(), 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+      res.end(body);
+    });
     // Errors Node's HTTP parser answers itself (oversized headers, garbage) still get the JSON envelope.
-    server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-      if (!socket.writable) return socket.destroy();
+    server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
+      // A response already under way on this socket cannot be replaced; Node's own handler gives up too.
+      if (!socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage) return socket.destroy();
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
       const reason = status === 431 ? 'Request header fields too large' : status === 408 ? 'Request timeout' : 'Bad request';
-      const body = JSON.stringify({ success: false, error: reason });
-      socket.end(
-        `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`,
-      );
+      // An answer to HEAD has no body, even when the request could not be parsed past its method.
+      const head = err.rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
+      const body = head ? '' : JSON.stringify({ success: false, error: reason });
+      const headers = { ...STANDARD_HEADERS(), 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close' };
+      const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      socket.end(`HTTP/1.1 ${status} ${reason}\r\n${lines}\r\n${body}`);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -1,5 +1,5 @@
 import { promises as nodeFs } from 'node:fs';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config.js';
 import { createKey } from '../../src/domain/keys.js';
 import { createOrganization } from '../../src/domain/orgs.js';
 import { startServer, type RunningServer } from '../../src/http/server.js';
@@ -25,13 +25,21 @@ export interface TestServer {
   server: RunningServer;
 }
 
-/** A real server on a real port (port 0) over a fresh temporary data dir. */
-export async function startTestServer(options: { maxContentBytes?: number; dataDir?: string } = {}): Promise<TestServer> {
+/**
+ * A real server on a real port (port 0) over a fresh temporary data dir, with the default configuration
+ * except that failed authentications are not rate limited: the suites send hundreds of deliberate 401s
+ * from one address. `config` overrides any setting (test/http/rateLimit.test.ts turns the limits on).
+ */
+export async function startTestServer(
+  options: { maxContentBytes?: number; dataDir?: string; config?: Partial<Config> } = {},
+): Promise<TestServer> {
   const tmp = options.dataDir ? undefined : await tmpDir('ks-server');
   const dataDir = options.dataDir ?? (tmp as { dir: string }).dir;
-  const config = {
+  const config: Config = {
     ...loadConfig({}, { dataDir, port: '0', logLevel: 'error' }),
+    rateLimitAuthFailures: 0,
     ...(options.maxContentBytes ? { maxContentBytes: options.maxContentBytes } : {}),
+    ...options.config,
   };
   let adminKey = '';
   const server = await startServer({

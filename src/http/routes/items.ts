@@ -1,15 +1,17 @@
+import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import { InvalidInput } from '../../domain/errors.js';
 import { getItemAtRef, getItemVersion } from '../../domain/history.js';
-import { deleteItem, getItem, listItems, putItem } from '../../domain/items.js';
+import { deleteItem, getItem, itemViews, putItem, selectItems } from '../../domain/items.js';
+import type { Logger } from '../../log.js';
 import { API_PREFIX, jsonBody, pathAfter, requirePermission } from './common.js';
-import { formatEtag, parseEtagCondition, presentItem } from '../presenters.js';
+import { formatEtag, itemListBody, parseEtagCondition, presentItem } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validation.js';
 
 const ITEMS_PREFIX = `${API_PREFIX}/items`;
 
-export function itemRoutes(options: { maxContentBytes: number }): Router<AppState> {
+export function itemRoutes(options: { maxContentBytes: number; logger: Logger }): Router<AppState> {
   const router = new Router<AppState>();
   // The content limit plus room for the other fields and JSON escaping (contract §6).
   const parseJson = jsonBody(options.maxContentBytes + 64 * 1024);
@@ -17,17 +19,30 @@ export function itemRoutes(options: { maxContentBytes: number }): Router<AppStat
   router.get(API_PREFIX, async (ctx) => {
     const query = validateQuery.list(ctx.query);
     const { actor, repo } = ctx.state;
-    const { items, nextCursor } = await listItems({
-      repo,
-      actor,
-      prefix: query.prefix,
-      limit: query.limit,
-      cursor: query.cursor,
-      withContent: query.content !== 'false',
-    });
-    const data: Record<string, unknown> = { items: items.map((i) => presentItem(actor.orgId, i)) };
-    if (nextCursor !== undefined) data.nextCursor = nextCursor;
-    ctx.body = { success: true, data };
+    const { entries, nextCursor } = selectItems({ repo, actor, prefix: query.prefix, limit: query.limit, cursor: query.cursor });
+    const views = itemViews({ repo, entries, withContent: query.content !== 'false' });
+    // The first read comes before the answer starts: a store that cannot be read at all is a 500
+    // envelope, not a 200 cut short. A later failure can only cut the body short (the client sees
+    // a broken response, never a wrong one) and is logged here.
+    const first = await views.next();
+    const items = (async function* () {
+      if (first.done) return;
+      yield first.value;
+      yield* views;
+    })();
+    const { logger } = options;
+    const requestId = ctx.state.requestId;
+    const pieces = (async function* () {
+      try {
+        yield* itemListBody({ orgId: actor.orgId, items, nextCursor });
+      } catch (err) {
+        logger.error('list failed while streaming', { requestId, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+        throw err;
+      }
+    })();
+    // Streamed (issue 7): a list of 10,000 large items is never held in memory whole; the client's pace sets the reads.
+    ctx.type = 'json';
+    ctx.body = Readable.from(pieces, { objectMode: false });
   });
 
   const itemRoute = `${ITEMS_PREFIX}{/*path}`;
