@@ -171,6 +171,10 @@ export async function putItem(input: PutItemInput): Promise<{ item: ItemView; cr
         deletedAt: null,
         deletedBy: null,
       };
+      // A new item gets the requirements it will have (folder rules included): a role may not
+      // create what it could then neither see nor change, such as a file in an admin-only folder.
+      const needed = highest(requirement(record, 'read', v), requirement(record, 'write', v));
+      if (!can(actor.role, needed)) throw new Forbidden({ permission: needed });
       created = true;
       return intent({ mutation: 'put', path, record, content, action: 'create', summary: message ?? `Create ${path}`, author, when });
     }

@@ -315,3 +315,34 @@ describe('HTTP folder rules: GET /folders, GET/PUT /folders/{folder} (contract Â
     });
   });
 });
+
+describe('HTTP folder rules: creating an item under a rule', function () {
+  this.timeout(30_000);
+  let server: TestServer;
+  let writer: string;
+
+  before(async () => {
+    server = await startTestServer();
+    writer = await server.key('writer');
+    const res = await api(`${server.url}/api/v1/knowledge/folders/locked`, {
+      method: 'PUT',
+      key: server.adminKey,
+      body: { requiredWritePermission: 'knowledge:admin' },
+    });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+  });
+
+  after(() => server.close());
+
+  it('refuses a writer a new item in a write=admin folder (403, no commit); an admin may', async () => {
+    const before = await commitCount(server.gitdir());
+    const refused = await api(`${server.url}/api/v1/knowledge/items/locked/deep/new.md`, { method: 'PUT', key: writer, body: { content: 'x' } });
+    expect(refused.status).to.equal(403);
+    expect(refused.body?.error).to.equal('Forbidden â€” requires knowledge:admin permission');
+    expect(await commitCount(server.gitdir())).to.equal(before);
+    const allowed = await api(`${server.url}/api/v1/knowledge/items/locked/deep/new.md`, { method: 'PUT', key: server.adminKey, body: { content: 'x' } });
+    expect(allowed.status).to.equal(200);
+    const elsewhere = await api(`${server.url}/api/v1/knowledge/items/open/new.md`, { method: 'PUT', key: writer, body: { content: 'x' } });
+    expect(elsewhere.status).to.equal(200);
+  });
+});

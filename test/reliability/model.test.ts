@@ -145,6 +145,9 @@ function modelPut(m: Model, op: PutOp): Expected {
     }
     // Any If-Match names a version, and there is none.
     if (op.ifMatch !== 'none') return { status: 412, error: MSG.changed };
+    // Creating needs what the new item will require, folder rules included.
+    const neededToCreate = highest(resolve(m, op.path, op.read ?? 'inherit', 'read'), resolve(m, op.path, op.write ?? 'inherit', 'write'));
+    if (!can(op.role, neededToCreate)) return forbidden(neededToCreate);
     const item: ModelItem = {
       content: op.content,
       read: op.read ?? 'inherit',
