@@ -1,9 +1,8 @@
 import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
-import { ensureBuilt, ROOT } from '../support/child.js';
+import { ensureBuilt, ROOT, spawnServe, type ServeChild } from '../support/child.js';
 import { tmpDir } from '../support/tmp.js';
-import { spawnServeWithEnv, type CapturedServer } from './serve.js';
 
 /**
  * Headers and leaks (issue 7, suite 8): whatever is asked, every response carries
@@ -27,7 +26,7 @@ describe('reliability: headers and leaks (nosniff everywhere, no stack or path i
   this.timeout(60_000);
 
   let tmp: { dir: string; cleanup: () => Promise<void> };
-  let server: CapturedServer;
+  let server: ServeChild;
   let admin: string;
   let reader: string;
   let writer: string;
@@ -94,9 +93,9 @@ describe('reliability: headers and leaks (nosniff everywhere, no stack or path i
     await ensureBuilt();
     tmp = await tmpDir('ks-leaks');
     // Rate limits off: this test fails authentication on purpose, more often than a client would.
-    server = await spawnServeWithEnv(tmp.dir, { LOG_LEVEL: 'warn', KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES: '0', KNOWLEDGE_RATE_LIMIT_PER_KEY: '0' });
-    admin = /Admin API key for organization "default": (ks_\S+)/.exec(server.out.stdout)?.[1] as string;
-    expect(admin, server.out.stdout).to.match(/^ks_/);
+    server = await spawnServe(tmp.dir, 15_000, { LOG_LEVEL: 'warn', KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES: '0', KNOWLEDGE_RATE_LIMIT_PER_KEY: '0' });
+    admin = /Admin API key for organization "default": (ks_\S+)/.exec(server.stdout())?.[1] as string;
+    expect(admin, server.stdout()).to.match(/^ks_/);
     const key = async (role: string): Promise<string> => {
       const res = await fetch(`${server.url}${A}/keys`, { method: 'POST', headers: jsonAuth(admin), body: JSON.stringify({ name: `${role}-leaks`, role }) });
       return ((await res.json()) as { data: { secret: string } }).data.secret;
@@ -305,7 +304,7 @@ describe('reliability: headers and leaks (nosniff everywhere, no stack or path i
     expect(seen.length).to.be.greaterThan(200);
     // None of it is a fault of the server's: no 5xx, nothing logged as an error.
     const faults = seen.filter((s) => s.status >= 500).map((s) => `${s.label}: ${s.status} ${s.body.slice(0, 200)}`);
-    const errors = server.out.stderr.split('\n').filter((l) => l.includes('"level":"error"'));
+    const errors = server.stderr().split('\n').filter((l) => l.includes('"level":"error"'));
     expect([...faults, ...errors], 'no request is a server fault').to.deep.equal([]);
   });
 

@@ -3,10 +3,9 @@ import { watch, type FSWatcher } from 'node:fs';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { ensureBuilt, runCli } from '../support/child.js';
+import { ensureBuilt, runCli, spawnServe, type ServeChild } from '../support/child.js';
 import { git } from '../support/git.js';
 import { tmpDir } from '../support/tmp.js';
-import { spawnServeWithEnv, type CapturedServer } from './serve.js';
 
 /**
  * Keys (issue 7, suite 7): a revoked key is refused on its very next request, whether the CLI or the API
@@ -35,7 +34,7 @@ describe('reliability: keys and secrets (revocation, no leaks, last-used without
 
   let tmp: { dir: string; cleanup: () => Promise<void> };
   let cloneTmp: { dir: string; cleanup: () => Promise<void> };
-  let server: CapturedServer;
+  let server: ServeChild;
   let base: string;
   let admin: string;
   /** Every secret this test has seen: valid, unknown, malformed-but-plausible, revoked. */
@@ -99,10 +98,10 @@ describe('reliability: keys and secrets (revocation, no leaks, last-used without
     cloneTmp = await tmpDir('ks-secrets-clone');
     // LOG_LEVEL=debug logs every request. Rate limits off: this test fails authentication on purpose, far
     // more often than a client would.
-    server = await spawnServeWithEnv(tmp.dir, { LOG_LEVEL: 'debug', KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES: '0', KNOWLEDGE_RATE_LIMIT_PER_KEY: '0' });
+    server = await spawnServe(tmp.dir, 15_000, { LOG_LEVEL: 'debug', KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES: '0', KNOWLEDGE_RATE_LIMIT_PER_KEY: '0' });
     base = server.url;
-    admin = ADMIN_LINE.exec(server.out.stdout)?.[1] as string;
-    expect(admin, server.out.stdout).to.match(/^ks_/);
+    admin = ADMIN_LINE.exec(server.stdout())?.[1] as string;
+    expect(admin, server.stdout()).to.match(/^ks_/);
     secrets.add(admin);
   });
 
@@ -354,7 +353,7 @@ describe('reliability: keys and secrets (revocation, no leaks, last-used without
     };
 
     // Logs. stdout has the one first-start line, by design, and nothing else secret; stderr has nothing.
-    const { stdout, stderr } = server.out;
+    const [stdout, stderr] = [server.stdout(), server.stderr()];
     const adminLines = stdout.split('\n').filter((l) => l.includes(admin));
     expect(adminLines).to.deep.equal([`Admin API key for organization "default": ${admin}`]);
     expect(stdout.split(admin).length - 1, 'the admin key appears once on stdout').to.equal(1);

@@ -93,10 +93,13 @@ function trackExit(proc: ChildProcess): Promise<ChildExit> {
 }
 
 /** Starts `node dist/src/cli/main.js <args>` and collects its output. */
-export function spawnCli(args: string[]): { proc: ChildProcess; out: { stdout: string; stderr: string }; exited: Promise<ChildExit> } {
+export function spawnCli(
+  args: string[],
+  env: Record<string, string> = {},
+): { proc: ChildProcess; out: { stdout: string; stderr: string }; exited: Promise<ChildExit> } {
   const proc = spawn(process.execPath, [CLI, ...args], {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', KNOWLEDGE_DATA_DIR: '', PORT: '', HOST: '' },
+    env: { ...process.env, LOG_LEVEL: 'warn', KNOWLEDGE_DATA_DIR: '', PORT: '', HOST: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   started.add(proc);
@@ -117,9 +120,12 @@ export async function runCli(args: string[], timeoutMs = 20_000): Promise<ChildE
   return { ...result, ...out };
 }
 
-/** `serve --port 0 --data-dir <dataDir>`; resolves once it prints its URL, rejects if it exits first. */
-export async function spawnServe(dataDir: string, timeoutMs = 15_000): Promise<ServeChild> {
-  const { proc, out, exited } = spawnCli(['serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir]);
+/**
+ * `serve --port 0 --data-dir <dataDir>`; resolves once it prints its URL, rejects if it exits first.
+ * `env` adds to (or overrides) the environment, e.g. LOG_LEVEL=debug or a rate limit.
+ */
+export async function spawnServe(dataDir: string, timeoutMs = 15_000, env: Record<string, string> = {}): Promise<ServeChild> {
+  const { proc, out, exited } = spawnCli(['serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir], env);
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       proc.kill('SIGKILL');
