@@ -109,3 +109,27 @@ export async function repack(gitdir: string, options: { full?: boolean } = {}): 
   if (code !== 0) throw new Error(`git repack failed: ${output.trim()}`);
   return { before, after: await countObjects(gitdir), full };
 }
+
+/**
+ * `git fsck --strict`, tolerant of one thing only: a repack running beside it
+ * (the server's, or one left running by a server that was killed: SIGKILL does
+ * not reach its child git) moves loose objects into a pack while fsck lists
+ * them, which fsck reports as "unable to mmap ... No such file or directory".
+ * When those are its only complaints, fsck runs again, up to three times.
+ */
+export async function fsckStrict(gitdir: string): Promise<{ code: number; output: string }> {
+  let result = await runGit(['--git-dir', gitdir, 'fsck', '--strict', '--no-progress']);
+  for (let attempt = 1; attempt < 3 && result.code !== 0 && onlyVanishedLooseObjects(result.output); attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    result = await runGit(['--git-dir', gitdir, 'fsck', '--strict', '--no-progress']);
+  }
+  return result;
+}
+
+function onlyVanishedLooseObjects(output: string): boolean {
+  const lines = output.split('\n').filter((l) => l.startsWith('error'));
+  return (
+    lines.length > 0 &&
+    lines.every((l) => /unable to mmap .*objects\/[0-9a-f]{2}\/[0-9a-f]{38}: No such file or directory/.test(l) || /object corrupt or missing: .*objects\/[0-9a-f]{2}\/[0-9a-f]{38}$/.test(l))
+  );
+}

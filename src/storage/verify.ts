@@ -1,6 +1,6 @@
 import git from 'isomorphic-git';
 import type { FsPromises } from './fs.js';
-import { runGit } from './gitService.js';
+import { fsckStrict } from './gitService.js';
 import { LAYOUT, parseFolderRule, parseRecord, STORE_CONFIG, type FolderRule, type ItemRecord } from './itemRecord.js';
 import { readRef } from './refs.js';
 import { listTreeFiles, treeReader } from './treeWalk.js';
@@ -38,7 +38,7 @@ export async function verifyRepository(args: {
 }): Promise<VerifyReport> {
   const { fs, gitdir, orgId, rules } = args;
   const problems: string[] = [];
-  const fsck = await runGit(['--git-dir', gitdir, 'fsck', '--strict', '--no-progress']);
+  const fsck = await fsckStrict(gitdir);
   if (fsck.code !== 0) problems.push(`git fsck --strict failed: ${fsck.output.trim() || `exit ${fsck.code}`}`);
   const report: VerifyReport = { orgId, head: null, items: 0, trashed: 0, problems };
   try {

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { fsckStrict as runFsck } from '../../src/storage/gitService.js';
 
 /** Runs C git (the judge of what is on disk) and returns its stdout; rejects with stderr on a non-zero exit. */
 export function git(args: string[], options: { cwd?: string; gitdir?: string } = {}): Promise<string> {
@@ -16,7 +17,11 @@ export async function commitCount(gitdir: string): Promise<number> {
   return Number((await git(['rev-list', '--count', 'main'], { gitdir })).trim());
 }
 
-/** `git fsck --strict`; rejects when git finds anything wrong. */
+/**
+ * `git fsck --strict`; rejects when git finds anything wrong. Uses the store's own
+ * runner, which tolerates loose objects moved into a pack by a concurrent repack.
+ */
 export async function fsckStrict(gitdir: string): Promise<void> {
-  await git(['fsck', '--strict', '--no-progress'], { gitdir });
+  const { code, output } = await runFsck(gitdir);
+  if (code !== 0) throw new Error(`git --git-dir ${gitdir} fsck --strict failed: ${output}`);
 }
