@@ -1,6 +1,6 @@
 import type { OrgRepo } from '../storage/orgRepo.js';
 import { canSee, requireRole } from './access.js';
-import { InvalidInput } from './errors.js';
+import { requireOwnCommit } from './history.js';
 import type { Actor } from './keys.js';
 
 /** One item's net change since the given commit. */
@@ -12,8 +12,6 @@ export interface ChangeView {
   commitId: string;
   timestamp: string;
 }
-
-const COMMIT_ID = /^[0-9a-f]{40}$/;
 
 /**
  * `GET /changes?since=<commit>` (contract §4): what an agent must apply to a copy
@@ -28,8 +26,7 @@ export async function changesSince(args: {
 }): Promise<{ head: string | null; changes: ChangeView[] }> {
   const { repo, actor, since } = args;
   requireRole(actor, 'knowledge:read');
-  const after = COMMIT_ID.test(since) ? repo.history.after(since) : undefined;
-  if (!after) throw new InvalidInput({ reason: 'since must be the full id of a commit of this organization' });
+  const after = repo.history.after(requireOwnCommit(repo, since, 'since')) ?? [];
   const byItem = new Map<string, { first: string; last: (typeof after)[number] }>();
   for (const entry of after) {
     if (!entry.item) continue;

@@ -20,6 +20,14 @@ export interface VersionView {
 
 const COMMIT_ID = /^[0-9a-f]{40}$/;
 
+/** A query's commit id must name a commit on this organization's main (else 400, never a 500 or a lookup elsewhere). */
+export function requireOwnCommit(repo: OrgRepo, commitId: string, field: 'ref' | 'since'): string {
+  if (!COMMIT_ID.test(commitId) || !repo.history.has(commitId)) {
+    throw new InvalidInput({ reason: `${field} must be the full id of a commit of this organization` });
+  }
+  return commitId;
+}
+
 /** The item at `path`, live or in the trash, if the role may see it: its history is hidden exactly when it is. */
 function visibleItem(repo: OrgRepo, actor: Actor, path: string): IndexEntry {
   requireRole(actor, 'knowledge:read');
@@ -73,9 +81,7 @@ export async function getItemAtRef(args: { repo: OrgRepo; actor: Actor; path: st
   const { repo, actor, ref } = args;
   requireRole(actor, 'knowledge:read');
   const path = validatePath(args.path);
-  if (!COMMIT_ID.test(ref) || !repo.history.has(ref)) {
-    throw new InvalidInput({ reason: 'ref must be the full id of a commit of this organization' });
-  }
+  requireOwnCommit(repo, ref, 'ref');
   const now = repo.get(path);
   if (now && !canSee(actor, now.record, repo)) throw new ItemNotFound({ path });
   const item = await itemAtCommit(repo, path, ref);

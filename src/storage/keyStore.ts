@@ -115,9 +115,9 @@ export class KeyStore {
       const file = await this.readFile();
       change(file);
       await lock.commit(`${JSON.stringify(file, null, 2)}\n`);
+      // Stamp unknown: the rename changed the inode, so the next lookup re-reads once.
       this.install(file, null);
     });
-    this.stamp = null; // the rename changed the inode: re-stat on next use
   }
 
   /**

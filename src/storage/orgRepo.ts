@@ -194,8 +194,7 @@ export class OrgRepo {
 
   /** The item at `path` as it was in commit `commitId` (live or in the trash then), or null if there was none. */
   async readAt(commitId: string, path: string): Promise<ItemAtCommit | null> {
-    if (!this.commitTrees.get(commitId)) await this.commitFacts(commitId);
-    const tree = this.commitTrees.get(commitId) as string;
+    const tree = this.commitTrees.get(commitId) ?? (await this.commitFacts(commitId)).tree;
     const recordOid = await this.lookup(tree, LAYOUT.recordPath(path));
     if (!recordOid) return null;
     const record = parseRecord(await this.readBlobText(recordOid), `${this.orgId}@${commitId}:${path}`);

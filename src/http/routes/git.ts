@@ -5,6 +5,7 @@ import type { ParameterizedContext } from 'koa';
 import { InvalidInput, OrgNotFound } from '../../domain/errors.js';
 import { serveUploadPack } from '../../domain/gitAccess.js';
 import { authenticate, type Actor } from '../../domain/keys.js';
+import { validateOrgId } from '../../domain/orgs.js';
 import type { Logger } from '../../log.js';
 import type { KeyStore } from '../../storage/keyStore.js';
 import type { OrgStore } from '../../storage/orgStore.js';
@@ -24,10 +25,14 @@ async function gitActor(ctx: ParameterizedContext<AppState>, keys: KeyStore): Pr
   return actor;
 }
 
+/** `<orgId>.git`; anything else is a repository that is simply not there. */
 function orgOf(repo: string | undefined): string {
   const orgId = repo?.endsWith('.git') ? repo.slice(0, -4) : '';
-  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(orgId)) throw new OrgNotFound({ orgId });
-  return orgId;
+  try {
+    return validateOrgId(orgId);
+  } catch {
+    throw new OrgNotFound({ orgId });
+  }
 }
 
 /** pkt-line framing: four hex digits of length, then the payload. */
