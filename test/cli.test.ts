@@ -332,9 +332,19 @@ describe('cli (knowledge-store as a child process)', function () {
       expect(await ok(['verify', '--data-dir', dir])).to.match(/^acme: OK \(2 items/m);
     });
 
-    it('exits non-zero when a loose object the head tree needs is gone', async () => {
+    it('exits non-zero when a pack holding objects the head tree needs is gone', async () => {
       const blob = (await git(['rev-parse', 'main:docs/a.md'], { gitdir })).trim();
-      await nodeFs.rm(join(gitdir, 'objects', blob.slice(0, 2), blob.slice(2)), { force: true });
+      // Each write landed as its own pack: remove the one that holds the blob.
+      const packDir = join(gitdir, 'objects/pack');
+      let removed = 0;
+      for (const idx of (await nodeFs.readdir(packDir)).filter((f) => f.endsWith('.idx'))) {
+        const listed = await git(['verify-pack', '-v', join(packDir, idx)], { gitdir });
+        if (!listed.includes(blob)) continue;
+        await nodeFs.rm(join(packDir, idx));
+        await nodeFs.rm(join(packDir, idx.replace(/\.idx$/, '.pack')));
+        removed++;
+      }
+      expect(removed).to.equal(1);
       const run = await cli(['verify', '--data-dir', dir]);
       expect(run.code).to.not.equal(0);
       expect(`${run.stdout}${run.stderr}`).to.match(/problem|fsck|missing/i);

@@ -52,18 +52,18 @@ export async function buildCommit(args: {
 }): Promise<{ commitId: string; root: string; entry: IndexEntry | null; history: HistoryEntry }> {
   const { intent, stager } = args;
   const { changes, entry, message } =
-    intent.mutation === 'folderRule' ? await folderChanges(intent, stager) : await itemChanges(intent, args);
+    intent.mutation === 'folderRule' ? folderChanges(intent, stager) : itemChanges(intent, args);
   const root = await args.trees.apply(args.root, changes, stager);
   const author = { ...intent.author, timestamp: Math.floor(intent.when.getTime() / 1000) };
   const parents = args.head ? [args.head] : [];
-  const commitId = await stager.writeCommit({ tree: root, parents, author, message });
+  const commitId = stager.writeCommit({ tree: root, parents, author, message });
   return { commitId, root, entry, history: historyEntry(commitId, { parent: args.head, message, author }) };
 }
 
-async function itemChanges(
+function itemChanges(
   intent: ItemIntent,
   args: { overlay: IndexOverlay; stager: ObjectStager; written: Map<string, string> },
-): Promise<{ changes: TreeChange[]; entry: IndexEntry | null; message: string }> {
+): { changes: TreeChange[]; entry: IndexEntry | null; message: string } {
   const { path, record } = intent;
   const { stager } = args;
   const current = args.overlay.get(path);
@@ -71,7 +71,7 @@ async function itemChanges(
   let blobOid: string;
   if (intent.mutation === 'put') {
     const content = intent.content ?? '';
-    blobOid = await stager.writeBlob(Buffer.from(content, 'utf8'));
+    blobOid = stager.writeBlob(Buffer.from(content, 'utf8'));
     args.written.set(blobOid, content);
     changes.push({ path, oid: blobOid });
   } else {
@@ -86,7 +86,7 @@ async function itemChanges(
   if (intent.mutation === 'purge') {
     changes.push({ path: LAYOUT.recordPath(path), oid: null });
   } else {
-    const recordOid = await stager.writeBlob(Buffer.from(serializeRecord(record), 'utf8'));
+    const recordOid = stager.writeBlob(Buffer.from(serializeRecord(record), 'utf8'));
     changes.push({ path: LAYOUT.recordPath(path), oid: recordOid });
     entry = { record, blobOid, recordOid };
   }
@@ -94,11 +94,11 @@ async function itemChanges(
   return { changes, entry, message };
 }
 
-async function folderChanges(
+function folderChanges(
   intent: FolderRuleIntent,
   stager: ObjectStager,
-): Promise<{ changes: TreeChange[]; entry: null; message: string }> {
-  const oid = intent.rule ? await stager.writeBlob(Buffer.from(serializeFolderRule(intent.rule), 'utf8')) : null;
+): { changes: TreeChange[]; entry: null; message: string } {
+  const oid = intent.rule ? stager.writeBlob(Buffer.from(serializeFolderRule(intent.rule), 'utf8')) : null;
   const changes = [{ path: LAYOUT.folderRulePath(intent.folder), oid }];
   return { changes, entry: null, message: formatFolderCommitMessage(intent.summary, intent.folder) };
 }

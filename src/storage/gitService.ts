@@ -94,18 +94,19 @@ export async function countObjects(gitdir: string): Promise<ObjectCounts> {
   return { loose: field('count'), packs: field('packs'), packBytes: field('size-pack') * 1024 };
 }
 
-/** Packs beyond which a repack rewrites them all into one (`-a`). */
-const MAX_PACKS = 16;
-
 /**
- * Packs loose objects into a new pack and removes them (`git repack -d`); once
- * packs pile up, `-a` folds them all into one. Safe beside a writer: git never
- * removes a loose object it did not pack, nor anything unreachable.
+ * Folds packs together. By default geometrically (`git repack -d
+ * --geometric=2`): the small packs each group commit writes, and any loose
+ * objects, are rolled into one, while large packs that already form a
+ * progression are left alone, so the cost follows what is new, not the size
+ * of the repository. `full` rewrites everything into one pack with deltas
+ * (`-a -d`, as `knowledge-store gc --full`). Safe beside a writer: git never
+ * removes an object it did not pack, nor anything unreachable.
  */
 export async function repack(gitdir: string, options: { full?: boolean } = {}): Promise<RepackReport> {
   const before = await countObjects(gitdir);
-  const full = options.full ?? before.packs >= MAX_PACKS;
-  const { code, output } = await runGit(['--git-dir', gitdir, 'repack', '-d', '-q', ...(full ? ['-a'] : [])]);
+  const full = options.full ?? false;
+  const { code, output } = await runGit(['--git-dir', gitdir, 'repack', '-d', '-q', ...(full ? ['-a'] : ['--geometric=2'])]);
   if (code !== 0) throw new Error(`git repack failed: ${output.trim()}`);
   return { before, after: await countObjects(gitdir), full };
 }

@@ -74,6 +74,11 @@ export function parseRecord(text: string, where: string): ItemRecord {
   } catch {
     throw new CorruptStore({ where, reason: 'record is not valid JSON' });
   }
+  return recordFromValue(value, where);
+}
+
+/** Checks a parsed value is a whole record, and returns it with the fields in their fixed order. */
+export function recordFromValue(value: unknown, where: string): ItemRecord {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new CorruptStore({ where, reason: 'record is not a JSON object' });
   }
@@ -110,6 +115,10 @@ export function parseFolderRule(text: string, where: string): FolderRule {
   } catch {
     throw new CorruptStore({ where, reason: 'folder rule is not valid JSON' });
   }
+  return folderRuleFromValue(value, where);
+}
+
+export function folderRuleFromValue(value: unknown, where: string): FolderRule {
   const obj = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
   const fields = ['folder', 'requiredReadPermission', 'requiredWritePermission', 'updatedAt', 'updatedBy'] as const;
   if (!fields.every((f) => typeof obj[f] === 'string')) throw new CorruptStore({ where, reason: 'folder rule is missing fields' });

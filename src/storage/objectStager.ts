@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import git, { type PromiseFsClient } from 'isomorphic-git';
 import { errnoCode } from '../errors.js';
-import { fsyncDir, mapLimit, pathExists } from './durable.js';
-import type { FsPromises } from './fs.js';
+import { fsyncDir } from './durable.js';
+import type { FileHandleLike, FsPromises } from './fs.js';
+import { blobObject, commitObject, treeObject, type GitObject } from './objectFormat.js';
+import { buildPack } from './packFile.js';
 
 export interface TreeEntry {
   mode: string;
@@ -18,85 +19,78 @@ export interface Signature {
   timestamp: number;
 }
 
-const STAGE = '/stage';
-const LOOSE = /^\/stage\/objects\/([0-9a-f]{2})\/([0-9a-f]{38})$/;
+/** What one flush put on disk. */
+export interface FlushReport {
+  objects: number;
+  /** Packs written: 1, or 0 when nothing was staged. */
+  packs: number;
+}
 
 /**
  * Collects the objects of one or more commits in memory, then writes them all
  * durably in one flush (design.md, storage rules 1 and 3).
  *
- * isomorphic-git's writeBlob/writeTree/writeCommit do the serialization (tree
- * order, headers) but write loose objects in place and never fsync. So they
- * write into a capturing file system instead, and `flush` lands every object
- * with temp file -> fsync -> rename -> fsync of the directory. Temp files are
- * named `tmp_obj_*`, which `git fsck` ignores and `git gc` cleans.
+ * A flush writes a single pack and its index, however many commits the batch
+ * holds: temp files -> fsync -> rename (pack first, so a reader that finds the
+ * index finds its pack) -> fsync of `objects/pack`. Two file fsyncs per group
+ * commit, where loose objects cost one per object (about eight per commit).
+ * Temp files are named `tmp_pack_*` / `tmp_idx_*`, as C git names its own,
+ * which `git fsck` ignores; a failed flush removes them.
  */
 export class ObjectStager {
-  private readonly objects = new Map<string, Uint8Array>();
-  private readonly captureFs = { promises: createCaptureFs(this.objects) };
+  private readonly objects = new Map<string, GitObject>();
 
   get size(): number {
     return this.objects.size;
   }
 
-  async writeBlob(content: Uint8Array): Promise<string> {
-    return git.writeBlob({ fs: this.captureFs, gitdir: STAGE, blob: content });
+  writeBlob(content: Uint8Array): string {
+    return this.stage(blobObject(content));
   }
 
-  async writeTree(entries: TreeEntry[]): Promise<string> {
-    return git.writeTree({ fs: this.captureFs, gitdir: STAGE, tree: entries });
+  writeTree(entries: readonly TreeEntry[]): string {
+    return this.stage(treeObject(entries));
   }
 
-  async writeCommit(args: { tree: string; parents: string[]; author: Signature; message: string }): Promise<string> {
-    const signature = { ...args.author, timezoneOffset: 0 };
-    return git.writeCommit({
-      fs: this.captureFs,
-      gitdir: STAGE,
-      commit: { tree: args.tree, parent: args.parents, author: signature, committer: signature, message: args.message },
-    });
+  writeCommit(args: { tree: string; parents: string[]; author: Signature; message: string }): string {
+    return this.stage(commitObject(args));
   }
 
-  /** Writes every staged object into `gitdir` durably; objects already there are skipped. Returns how many were written. */
-  async flush(fs: FsPromises, gitdir: string): Promise<number> {
-    const pending = [...this.objects];
+  private stage(object: GitObject): string {
+    this.objects.set(object.oid, object);
+    return object.oid;
+  }
+
+  /** Writes every staged object into `gitdir` as one durable pack. */
+  async flush(fs: FsPromises, gitdir: string): Promise<FlushReport> {
+    const objects = [...this.objects.values()];
     this.objects.clear();
-    const touched = new Set<string>();
-    let written = 0;
-    let createdFanout = false;
-    await mapLimit(pending, 32, async ([oid, deflated]) => {
-      const dir = `${gitdir}/objects/${oid.slice(0, 2)}`;
-      const final = `${dir}/${oid.slice(2)}`;
-      if (await pathExists(fs, final)) return;
-      try {
-        await fs.mkdir(dir);
-        createdFanout = true;
-      } catch (err) {
-        if (errnoCode(err) !== 'EEXIST') throw err;
-      }
-      const tmp = `${dir}/tmp_obj_${randomBytes(8).toString('hex')}`;
-      const handle = await fs.open(tmp, 'wx', 0o644);
-      try {
-        try {
-          await handle.write(deflated);
-          // Read-only, as git leaves its objects (set on the handle: some file systems refuse writes through a 0444 create).
-          await handle.chmod(0o444);
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
-        await fs.rename(tmp, final);
-      } catch (err) {
-        // Most likely a full disk: a half-written temp file would only hold on to the space
-        // (nothing but `git gc`, weeks later, removes them), so it goes with the failed write.
-        await fs.unlink(tmp).catch(() => undefined);
-        throw err;
-      }
-      touched.add(dir);
-      written++;
-    });
-    await mapLimit([...touched], 32, (dir) => fsyncDir(fs, dir));
-    if (createdFanout) await fsyncDir(fs, `${gitdir}/objects`);
-    return written;
+    if (objects.length === 0) return { objects: 0, packs: 0 };
+    const { checksum, pack, idx } = buildPack(objects);
+    const dir = `${gitdir}/objects/pack`;
+    try {
+      await fs.mkdir(dir);
+      await fsyncDir(fs, `${gitdir}/objects`);
+    } catch (err) {
+      if (errnoCode(err) !== 'EEXIST') throw err;
+    }
+    const suffix = randomBytes(8).toString('hex');
+    const temps = [`${dir}/tmp_pack_${suffix}`, `${dir}/tmp_idx_${suffix}`];
+    const packPath = `${dir}/pack-${checksum}.pack`;
+    try {
+      await writeReadOnly(fs, temps[0] as string, pack);
+      await writeReadOnly(fs, temps[1] as string, idx);
+      await fs.rename(temps[0] as string, packPath);
+      temps[0] = packPath;
+      await fs.rename(temps[1] as string, `${dir}/pack-${checksum}.idx`);
+    } catch (err) {
+      // Most likely a full disk: half-written files would only hold on to the space, and a pack
+      // without its index is garbage to git.
+      await Promise.all(temps.map((t) => fs.unlink(t).catch(() => undefined)));
+      throw err;
+    }
+    await fsyncDir(fs, dir);
+    return { objects: objects.length, packs: 1 };
   }
 
   discard(): void {
@@ -104,25 +98,15 @@ export class ObjectStager {
   }
 }
 
-/** Just enough of a file system for isomorphic-git's object writers: writes land in the map. */
-function createCaptureFs(objects: Map<string, Uint8Array>): PromiseFsClient['promises'] {
-  const missing = async (): Promise<never> => {
-    throw Object.assign(new Error('ENOENT: staged objects are write-only'), { code: 'ENOENT' });
-  };
-  return {
-    readFile: missing,
-    stat: missing,
-    lstat: missing,
-    readdir: missing,
-    readlink: missing,
-    symlink: missing,
-    unlink: missing,
-    rmdir: missing,
-    mkdir: async () => undefined,
-    writeFile: async (path: unknown, data: unknown) => {
-      const match = typeof path === 'string' ? LOOSE.exec(path) : null;
-      if (!match || !(data instanceof Uint8Array)) throw new Error(`unexpected staged write to ${String(path)}`);
-      objects.set(`${match[1]}${match[2]}`, data);
-    },
-  };
+/** Creates `path` with `data`, read-only as git leaves its packs, and returns once it is on disk. */
+async function writeReadOnly(fs: FsPromises, path: string, data: Uint8Array): Promise<void> {
+  const handle: FileHandleLike = await fs.open(path, 'wx', 0o644);
+  try {
+    await handle.write(data);
+    // Set on the handle: some file systems refuse writes through a 0444 create.
+    await handle.chmod(0o444);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }

@@ -11,7 +11,8 @@ import { Lru } from './lru.js';
 import { ObjectStager, type TreeEntry } from './objectStager.js';
 import { compareAndSwapRef, readRef } from './refs.js';
 import { TreeEditor } from './treeEditor.js';
-import { listTreeFiles } from './treeWalk.js';
+import { diffTreeFiles, listTreeFiles } from './treeWalk.js';
+import { IndexSnapshotFile, type IndexSnapshot } from './indexSnapshot.js';
 import { countObjects, repack, type RepackReport } from './gitService.js';
 
 export type { FolderRuleIntent, ItemIntent, WriteIntent } from './commitBuilder.js';
@@ -46,6 +47,18 @@ type PendingTxn = Extract<Pending, { kind: 'txn' }>;
 /** Most commits written, flushed and published together by one group commit. */
 const MAX_BATCH = 256;
 
+/**
+ * Commits after which the index snapshot is saved again while the server runs
+ * (it is saved at every stop too), bounding the catch-up after a crash.
+ * Serializing 50,000 items takes ~100 ms of the event loop, hence not more often.
+ */
+const SNAPSHOT_EVERY = 10_000;
+
+const RULE_FILE = '/.rule.json';
+
+/** Packs (one per group commit) beyond which an automatic repack folds them together (git's gc.autoPackLimit). */
+const AUTO_REPACK_PACKS = 50;
+
 export function hashBlob(content: Uint8Array): string {
   return createHash('sha1').update(`blob ${content.byteLength}\0`).update(content).digest('hex');
 }
@@ -65,8 +78,10 @@ export class OrgRepo {
   private readonly contentCache = new Lru<string, string>(64 * 1024 * 1024, (s) => s.length * 2 + 64);
   /** isomorphic-git's own cache (pack indexes and pack data): one per repository, replaced after a repack. */
   private gitCache: object = {};
-  /** Loose objects in the repository (counted at open, then by what we write); a repack resets it. */
-  private looseObjects = 0;
+  /** Objects written (as loose objects, before packs per batch, or in packs) since the last repack. */
+  private objectsSinceRepack = 0;
+  /** Packs in the repository: one per group commit, until a repack folds them together. */
+  private packs = 0;
   private readonly gitFs: { promises: FsPromises };
   private readonly trees: TreeEditor;
   private queue: Pending[] = [];
@@ -78,6 +93,10 @@ export class OrgRepo {
   private rootTree: string | null = null;
   private historyLog: HistoryLog | null = null;
   private readonly commitTrees = new Lru<string, string>(10_000);
+  private readonly snapshotFile: IndexSnapshotFile;
+  /** The head the saved index snapshot describes. */
+  private snapshotHead: string | null = null;
+  private commitsSinceSnapshot = 0;
 
   private constructor(
     readonly orgId: string,
@@ -88,6 +107,7 @@ export class OrgRepo {
     private readonly autoRepackObjects: number,
   ) {
     this.gitFs = { promises: hidePackTemporaries(fs) };
+    this.snapshotFile = new IndexSnapshotFile(fs, gitdir, logger);
     this.trees = new TreeEditor((oid) =>
       this.fromGit(async (cache) => (await git.readTree({ fs: this.gitFs, gitdir, oid, cache })).tree as TreeEntry[]),
     );
@@ -102,7 +122,11 @@ export class OrgRepo {
   }): Promise<OrgRepo> {
     const repo = new OrgRepo(args.orgId, args.fs, args.gitdir, args.logger, args.autoRepackObjects ?? 0);
     await repo.load();
-    if (repo.autoRepackObjects > 0) repo.looseObjects = (await countObjects(args.gitdir)).loose;
+    if (repo.autoRepackObjects > 0) {
+      const counts = await countObjects(args.gitdir);
+      repo.objectsSinceRepack = counts.loose;
+      repo.packs = counts.packs;
+    }
     return repo;
   }
 
@@ -124,8 +148,9 @@ export class OrgRepo {
   }
 
   /**
-   * Packs loose objects with C git (`git repack -d`; `-a` as well once packs pile
-   * up), alone in the write queue: writes wait, reads go on (design.md, rule 9).
+   * Folds the small packs of group commits (and any loose objects) into larger
+   * ones with C git, alone in the write queue: writes wait, reads go on
+   * (design.md, rule 9).
    */
   repack(): Promise<RepackReport> {
     return this.exclusive(() => this.repackNow());
@@ -134,7 +159,8 @@ export class OrgRepo {
   private async repackNow(): Promise<RepackReport> {
     const report = await repack(this.gitdir);
     this.gitCache = {};
-    this.looseObjects = report.after.loose;
+    this.objectsSinceRepack = report.after.loose;
+    this.packs = report.after.packs;
     this.logger.info('repacked', { org: this.orgId, ...report });
     return report;
   }
@@ -232,10 +258,11 @@ export class OrgRepo {
     });
   }
 
-  /** Refuses new writes and waits for the queued ones to finish. */
+  /** Refuses new writes, waits for the queued ones to finish, and saves the index for a fast next start. */
   async close(): Promise<void> {
     this.closed = true;
     await this.drained;
+    await this.saveSnapshot();
   }
 
   private async drain(): Promise<void> {
@@ -250,7 +277,8 @@ export class OrgRepo {
         const stop = this.queue.findIndex((p) => p.kind === 'exclusive');
         const batch = this.queue.splice(0, Math.min(stop === -1 ? this.queue.length : stop, MAX_BATCH)) as PendingTxn[];
         await this.runBatch(batch);
-        if (this.autoRepackObjects > 0 && this.looseObjects >= this.autoRepackObjects) {
+        if (this.commitsSinceSnapshot >= SNAPSHOT_EVERY) await this.saveSnapshot();
+        if (this.repackDue()) {
           await this.repackNow().catch((err: unknown) => this.logger.warn('automatic repack failed', { org: this.orgId, error: String(err) }));
         }
       }
@@ -259,6 +287,15 @@ export class OrgRepo {
       // a write queued from here on finds the flag down and starts a new drain.
       this.draining = false;
     }
+  }
+
+  /**
+   * Every read that misses the loose objects lists and searches the packs one by
+   * one, so packs must not pile up: past AUTO_REPACK_PACKS, or once the
+   * configured number of objects was written, C git folds them together.
+   */
+  private repackDue(): boolean {
+    return this.autoRepackObjects > 0 && (this.packs >= AUTO_REPACK_PACKS || this.objectsSinceRepack >= this.autoRepackObjects);
   }
 
   private async runBatch(batch: PendingTxn[]): Promise<void> {
@@ -295,7 +332,9 @@ export class OrgRepo {
     }
     if (head !== this.head && head !== null) {
       try {
-        this.looseObjects += await stager.flush(this.fs, this.gitdir);
+        const flushed = await stager.flush(this.fs, this.gitdir);
+        this.objectsSinceRepack += flushed.objects;
+        this.packs += flushed.packs;
         await compareAndSwapRef({ fs: this.fs, gitdir: this.gitdir, expected: this.head, next: head });
       } catch (error) {
         this.logger.error('commit failed; nothing was published', { org: this.orgId, error: String(error) });
@@ -310,6 +349,7 @@ export class OrgRepo {
       this.rootTree = root;
       for (const [oid, text] of written) this.contentCache.set(oid, text);
       await this.history.append(published);
+      this.commitsSinceSnapshot += published.length;
     }
     for (const o of outcomes) {
       if (o.result) o.pending.resolve(o.result);
@@ -318,36 +358,32 @@ export class OrgRepo {
   }
 
   /**
-   * Builds the index from the head commit's tree: one walk of the trees and one
-   * read per sidecar record. History is never replayed. Items whose record and
-   * content disagree are left out and reported (`knowledge-store verify` names them).
+   * Builds the index for the head commit: from the saved snapshot when it is of
+   * this head; from an older snapshot plus the files that changed since (a diff
+   * of the two root trees); otherwise from the tree itself, one read per
+   * sidecar record. History is never replayed. Items whose record and content
+   * disagree are left out and reported (`knowledge-store verify` names them).
    */
   private async load(): Promise<void> {
     const head = await readRef(this.fs, this.gitdir);
-    const index = new ItemIndex();
+    let index = new ItemIndex();
     let rootTree: string | null = null;
+    let snapshotHead: string | null = null;
     if (head) {
       rootTree = (await this.commitFacts(head)).tree;
-      const files = await listTreeFiles({ tree: rootTree, readTree: (oid) => this.trees.entries(oid) });
-      const prefix = `${LAYOUT.itemsRoot}/`;
-      const recordPaths = [...files.keys()].filter((p) => p.startsWith(prefix));
-      await mapLimit(recordPaths, 32, async (recordPath) => {
-        const recordOid = files.get(recordPath) as string;
-        const record = parseRecord(await this.readBlobText(recordOid), `${this.orgId}:${recordPath}`);
-        const path = recordPath.slice(prefix.length);
-        const contentPath = record.deletedAt ? LAYOUT.trashPath(path) : path;
-        const blobOid = files.get(contentPath);
-        if (record.path !== path || !blobOid) {
-          this.logger.warn('item record and tree disagree; item left out', { org: this.orgId, path });
-          return;
-        }
-        index.set(path, { record, blobOid, recordOid });
-      });
-      const rulePrefix = `${LAYOUT.foldersRoot}/`;
-      for (const [file, oid] of files) {
-        if (!file.startsWith(rulePrefix) || !file.endsWith('/.rule.json')) continue;
-        const rule = parseFolderRule(await this.readBlobText(oid), `${this.orgId}:${file}`);
-        index.setFolderRule(file.slice(rulePrefix.length, -'/.rule.json'.length), rule);
+      const snapshot = await this.snapshotFile.read();
+      if (snapshot) index = indexFromSnapshot(snapshot);
+      if (snapshot?.head === head) snapshotHead = head;
+      else if (snapshot) {
+        const started = Date.now();
+        const changed = await this.catchUp(index, snapshot.tree, rootTree).catch((err: unknown) => {
+          this.logger.warn('index snapshot could not be brought up to date; rebuilding from git', { org: this.orgId, error: String(err) });
+          return null;
+        });
+        if (changed === null) index = await this.indexFromTree(rootTree);
+        else this.logger.info('index snapshot caught up', { org: this.orgId, files: changed, ms: Date.now() - started });
+      } else {
+        index = await this.indexFromTree(rootTree);
       }
     }
     const history = await HistoryLog.load({
@@ -362,7 +398,85 @@ export class OrgRepo {
     this.historyLog = history;
     this.head = head;
     this.rootTree = rootTree;
+    this.snapshotHead = snapshotHead;
+    this.commitsSinceSnapshot = 0;
+    await this.saveSnapshot();
   }
+
+  /** The index from the tree alone: every record read from git (a first start, or a lost snapshot). */
+  private async indexFromTree(rootTree: string): Promise<ItemIndex> {
+    const index = new ItemIndex();
+    const files = await listTreeFiles({ tree: rootTree, readTree: (oid) => this.trees.entries(oid) });
+    const prefix = `${LAYOUT.itemsRoot}/`;
+    const recordPaths = [...files.keys()].filter((p) => p.startsWith(prefix));
+    await mapLimit(recordPaths, 32, async (recordPath) => {
+      const path = recordPath.slice(prefix.length);
+      index.set(path, await this.entryAt(path, files.get(recordPath) as string, async (p) => files.get(p)));
+    });
+    const rulePrefix = `${LAYOUT.foldersRoot}/`;
+    for (const [file, oid] of files) {
+      if (!file.startsWith(rulePrefix) || !file.endsWith(RULE_FILE)) continue;
+      const rule = parseFolderRule(await this.readBlobText(oid), `${this.orgId}:${file}`);
+      index.setFolderRule(file.slice(rulePrefix.length, -RULE_FILE.length), rule);
+    }
+    return index;
+  }
+
+  /**
+   * Applies to `index` (of the tree `from`) what changed up to the tree `to`:
+   * the items and folder rules whose files differ are read again. Returns how
+   * many files differed.
+   */
+  private async catchUp(index: ItemIndex, from: string, to: string): Promise<number> {
+    const changed = await diffTreeFiles({ from, to, readTree: (oid) => this.trees.entries(oid) });
+    const items = new Set<string>();
+    const rulePrefix = `${LAYOUT.foldersRoot}/`;
+    for (const file of changed) {
+      if (file.startsWith(rulePrefix) && file.endsWith(RULE_FILE)) {
+        const oid = await this.lookup(to, file);
+        const folder = file.slice(rulePrefix.length, -RULE_FILE.length);
+        index.setFolderRule(folder, oid ? parseFolderRule(await this.readBlobText(oid), `${this.orgId}:${file}`) : null);
+      } else if (file.startsWith(`${LAYOUT.itemsRoot}/`)) items.add(file.slice(LAYOUT.itemsRoot.length + 1));
+      else if (file.startsWith(`${LAYOUT.trashRoot}/`)) items.add(file.slice(LAYOUT.trashRoot.length + 1));
+      else if (!file.startsWith('.')) items.add(file);
+    }
+    await mapLimit([...items], 32, async (path) => {
+      const recordOid = await this.lookup(to, LAYOUT.recordPath(path));
+      index.set(path, recordOid ? await this.entryAt(path, recordOid, (p) => this.lookup(to, p)) : null);
+    });
+    return changed.size;
+  }
+
+  /** The index entry of the item whose record is `recordOid`, or null (reported) when record and tree disagree. */
+  private async entryAt(path: string, recordOid: string, blobAt: (path: string) => Promise<string | undefined>): Promise<IndexEntry | null> {
+    const record = parseRecord(await this.readBlobText(recordOid), `${this.orgId}:${LAYOUT.recordPath(path)}`);
+    const blobOid = await blobAt(record.deletedAt ? LAYOUT.trashPath(path) : path);
+    if (record.path !== path || !blobOid) {
+      this.logger.warn('item record and tree disagree; item left out', { org: this.orgId, path });
+      return null;
+    }
+    return { record, blobOid, recordOid };
+  }
+
+  /** Saves the index for the current head, unless the saved one is of it already. A failure costs the next start time, nothing else. */
+  private async saveSnapshot(): Promise<void> {
+    if (this.head === null || this.rootTree === null || this.head === this.snapshotHead) return;
+    const head = this.head;
+    try {
+      await this.snapshotFile.write({ head, tree: this.rootTree, items: [...this.index.iterate()], rules: this.index.folderRules() });
+      this.snapshotHead = head;
+      this.commitsSinceSnapshot = 0;
+    } catch (err) {
+      this.logger.warn('could not save the index snapshot', { org: this.orgId, error: String(err) });
+    }
+  }
+}
+
+function indexFromSnapshot(snapshot: IndexSnapshot): ItemIndex {
+  const index = new ItemIndex();
+  for (const entry of snapshot.items) index.set(entry.record.path, entry);
+  for (const rule of snapshot.rules) index.setFolderRule(rule.folder, rule);
+  return index;
 }
 
 /**

@@ -99,10 +99,10 @@ export class OrgStore {
     try {
       await git.init({ fs: { promises: fs }, dir: tmp, gitdir: tmp, bare: true, defaultBranch: 'main' });
       const stager = new ObjectStager();
-      const blob = await stager.writeBlob(Buffer.from(`${JSON.stringify(STORE_CONFIG, null, 2)}\n`, 'utf8'));
+      const blob = stager.writeBlob(Buffer.from(`${JSON.stringify(STORE_CONFIG, null, 2)}\n`, 'utf8'));
       const trees = new TreeEditor(async () => []);
       const tree = await trees.apply(null, [{ path: LAYOUT.configPath, oid: blob }], stager);
-      const commit = await stager.writeCommit({
+      const commit = stager.writeCommit({
         tree,
         parents: [],
         author: { name: 'knowledge-store', email: 'knowledge-store', timestamp: Math.floor(now.getTime() / 1000) },

@@ -55,7 +55,7 @@ export class TreeEditor {
       }
       dir.children.set(parts[parts.length - 1] as string, { kind: 'leaf', oid: change.oid });
     }
-    return (await this.rewrite(root, top, stager, '')) ?? (await this.write([], stager));
+    return (await this.rewrite(root, top, stager, '')) ?? this.write([], stager);
   }
 
   private async rewrite(oid: string | null, dir: Dir, stager: ObjectStager, where: string): Promise<string | null> {
@@ -78,8 +78,8 @@ export class TreeEditor {
     return this.write([...entries.values()], stager);
   }
 
-  private async write(entries: TreeEntry[], stager: ObjectStager): Promise<string> {
-    const oid = await stager.writeTree(entries);
+  private write(entries: TreeEntry[], stager: ObjectStager): string {
+    const oid = stager.writeTree(entries);
     this.cache.set(oid, entries);
     return oid;
   }

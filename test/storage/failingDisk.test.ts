@@ -293,7 +293,9 @@ describe('failing disk: a fault at every fs call of a write (issue 7, suite 2)',
 
       // What a crash or an older version leaves behind: a half-written object, a half-written
       // history log, a ref lock. None of it may upset git, verify, a restart or the next write.
-      await nodeFs.writeFile(join(gitdir, 'objects/ab/tmp_obj_left-by-a-crash'), Buffer.from([0x78, 0x01, 0x2b]));
+      await nodeFs.writeFile(join(gitdir, 'objects/pack/tmp_pack_left-by-a-crash'), Buffer.from('PACK\0\0'));
+      await nodeFs.mkdir(join(gitdir, 'objects/ab'), { recursive: true });
+      await nodeFs.writeFile(join(gitdir, 'objects/ab/tmp_obj_left-by-an-older-version'), Buffer.from([0x78, 0x01, 0x2b]));
       await nodeFs.writeFile(join(gitdir, 'knowledge-history.jsonl.tmp-left0by0crash'), '{"knowledgeHist');
       await fsckStrict(gitdir);
       await ensureBuilt(); // the CLI's verify, as an admin runs it
@@ -371,7 +373,8 @@ async function tmpDir(label: string, parent = tmpdir()): Promise<{ dir: string; 
 async function leftoversIn(gitdir: string): Promise<{ tmpObj: string[]; tmp: string[]; lock: string[] }> {
   const files = (await nodeFs.readdir(gitdir, { recursive: true })).map(String);
   return {
-    tmpObj: files.filter((f) => /(^|\/)tmp_obj_/.test(f)),
+    // Temp files of a write, and a pack renamed into place whose index never followed.
+    tmpObj: files.filter((f) => /(^|\/)tmp_(obj|pack|idx)_/.test(f) || (/pack-[0-9a-f]{40}\.pack$/.test(f) && !files.includes(f.replace(/\.pack$/, '.idx')))),
     tmp: files.filter((f) => /\.tmp-/.test(f)),
     lock: files.filter((f) => f.endsWith('.lock')),
   };

@@ -128,18 +128,26 @@ describe('storage/orgRepo on disk: git fsck --strict and the trees C git sees', 
     expect(head).to.match(/^committer Ada Lovelace \(ci\) <key_00112233aabbccdd> 1709287200 \+0000$/m);
   });
 
-  it('leaves no temporary object files, and objects are read-only as C git makes them', async () => {
+  it('leaves no temporary object files, and packs are read-only and verified by C git', async () => {
     const objects = `${gitdir}/objects`;
-    let checked = 0;
+    let packs = 0;
     for (const fanout of await nodeFs.readdir(objects)) {
       if (!/^[0-9a-f]{2}$/.test(fanout)) continue;
       for (const name of await nodeFs.readdir(`${objects}/${fanout}`)) {
         expect(name, `${fanout}/${name}`).to.match(/^[0-9a-f]{38}$/);
         expect((await nodeFs.stat(`${objects}/${fanout}/${name}`)).mode & 0o777).to.equal(0o444);
-        checked++;
       }
     }
-    expect(checked).to.be.greaterThan(20);
+    for (const name of await nodeFs.readdir(`${objects}/pack`)) {
+      expect(name).to.match(/^pack-[0-9a-f]{40}\.(pack|idx)$/);
+      expect((await nodeFs.stat(`${objects}/pack/${name}`)).mode & 0o777, name).to.equal(0o444);
+      if (name.endsWith('.idx')) {
+        await git(['verify-pack', `${objects}/pack/${name}`], { gitdir });
+        packs++;
+      }
+    }
+    // One pack per group commit: the organization's first commit, and the changes above.
+    expect(packs).to.be.greaterThan(5);
     await nodeFs.access(`${gitdir}/refs/heads/main.lock`).then(
       () => expect.fail('a ref lock was left behind'),
       () => undefined,

@@ -5,13 +5,14 @@ import { silentLogger } from '../../src/log.js';
 import { parseTrailers } from '../../src/storage/commitMessage.js';
 import type { FsPromises } from '../../src/storage/fs.js';
 import type { IndexEntry } from '../../src/storage/itemIndex.js';
-import { LAYOUT, serializeRecord, type ItemRecord } from '../../src/storage/itemRecord.js';
-import { hashBlob, OrgRepo, type RepoView, type WriteIntent, type WriteResult } from '../../src/storage/orgRepo.js';
+import { LAYOUT, serializeRecord } from '../../src/storage/itemRecord.js';
+import { hashBlob, OrgRepo, type WriteResult } from '../../src/storage/orgRepo.js';
 import { OrgStore } from '../../src/storage/orgStore.js';
 import { readRef } from '../../src/storage/refs.js';
-import { gitOrder, lookup, readLooseObject, readRawTree } from '../support/gitObjects.js';
+import { gitOrder, lookup, readObject, readRawTree } from '../support/gitObjects.js';
 import { memoryFs } from '../support/memfs.js';
-import { rejection, textRecord } from '../support/records.js';
+import { moveIntent, putIntent } from '../support/intents.js';
+import { rejection } from '../support/records.js';
 
 /**
  * The commit builder and write queue (design.md, storage rules 1–7) on memfs:
@@ -21,43 +22,6 @@ import { rejection, textRecord } from '../support/records.js';
 const DATA = '/data';
 const ORG = 'acme';
 const GITDIR = `${DATA}/orgs/${ORG}.git`;
-const AUTHOR = { name: 'ci bot', email: 'key_0123456789abcdef' };
-
-const record = (path: string, extra: Partial<ItemRecord> = {}): ItemRecord =>
-  textRecord(path, { createdBy: AUTHOR.email, updatedBy: AUTHOR.email, ...extra });
-
-/** A put of new content: a create when the view has no item, an update otherwise. */
-function putIntent(view: RepoView, path: string, content: string, when = new Date('2024-03-01T10:00:00.750Z')): WriteIntent {
-  const current = view.get(path);
-  return {
-    mutation: 'put',
-    path,
-    record: current ? { ...current.record, updatedAt: when.toISOString() } : record(path),
-    content,
-    action: current ? 'update' : 'create',
-    summary: current ? `Update ${path}` : `Create ${path}`,
-    author: AUTHOR,
-    when,
-  };
-}
-
-function moveIntent(view: RepoView, path: string, mutation: 'trash' | 'restore' | 'purge'): WriteIntent {
-  const current = view.get(path);
-  if (!current) throw new Error(`test setup: nothing at ${path}`);
-  const when = new Date('2024-03-02T00:00:00Z');
-  const deleted = mutation === 'trash';
-  return {
-    mutation,
-    path,
-    record: { ...current.record, deletedAt: deleted ? when.toISOString() : null, deletedBy: deleted ? AUTHOR.email : null },
-    action: mutation === 'trash' ? 'delete' : mutation,
-    summary: `${mutation} ${path}`,
-    author: AUTHOR,
-    when,
-  };
-}
-
-
 describe('storage/orgRepo (memfs)', () => {
   let vol: Volume;
   let fs: FsPromises;
@@ -91,7 +55,7 @@ describe('storage/orgRepo (memfs)', () => {
       const root = await readRawTree(fs, GITDIR, await headTree());
       expect(root.map((e) => e.name)).to.deep.equal(['.knowledge']);
       const config = await lookup(fs, GITDIR, await headTree(), LAYOUT.configPath);
-      const text = (await readLooseObject(fs, GITDIR, config?.oid as string)).body.toString('utf8');
+      const text = (await readObject(fs, GITDIR, config?.oid as string)).body.toString('utf8');
       expect(JSON.parse(text)).to.deep.equal({ format: 'knowledge-store', version: 1 });
       // No temporary build directory is left beside the repository.
       expect(vol.readdirSync(`${DATA}/orgs`)).to.deep.equal([`${ORG}.git`]);
@@ -118,8 +82,8 @@ describe('storage/orgRepo (memfs)', () => {
       const tree = commit.tree;
       expect((await lookup(fs, GITDIR, tree, 'docs/guide.md'))?.oid).to.equal(entry.blobOid);
       expect((await lookup(fs, GITDIR, tree, '.knowledge/items/docs/guide.md'))?.oid).to.equal(entry.recordOid);
-      expect((await readLooseObject(fs, GITDIR, entry.blobOid)).body.toString('utf8')).to.equal('# Guide\n');
-      expect((await readLooseObject(fs, GITDIR, entry.recordOid)).body.toString('utf8')).to.equal(serializeRecord(entry.record));
+      expect((await readObject(fs, GITDIR, entry.blobOid)).body.toString('utf8')).to.equal('# Guide\n');
+      expect((await readObject(fs, GITDIR, entry.recordOid)).body.toString('utf8')).to.equal(serializeRecord(entry.record));
       expect(entry.blobOid).to.equal(hashBlob(Buffer.from('# Guide\n')));
       expect(repo.get('docs/guide.md')).to.deep.equal(entry);
       expect(await repo.readContent(entry)).to.equal('# Guide\n');

@@ -4,7 +4,7 @@ import type { FsPromises } from '../../src/storage/fs.js';
 import { ObjectStager, type TreeEntry } from '../../src/storage/objectStager.js';
 import { EMPTY_TREE, TreeEditor, type TreeChange } from '../../src/storage/treeEditor.js';
 import { treeReader } from '../../src/storage/treeWalk.js';
-import { gitOrder, lookup, readLooseObject, readRawTree } from '../support/gitObjects.js';
+import { gitOrder, lookup, readObject, readRawTree } from '../support/gitObjects.js';
 import { memoryFs } from '../support/memfs.js';
 
 /**
@@ -158,7 +158,7 @@ describe('storage/treeEditor (memfs)', () => {
         Object.keys(FILES).map((path) => ({ path, oid: null })),
       );
       expect(result.root).to.equal(EMPTY_TREE);
-      expect((await readLooseObject(fs, GITDIR, EMPTY_TREE)).body.length).to.equal(0);
+      expect((await readObject(fs, GITDIR, EMPTY_TREE)).body.length).to.equal(0);
     });
 
     it('refuses a file where a folder is, and a folder where a file is', async () => {

@@ -3,7 +3,7 @@ import { inflateSync } from 'node:zlib';
 import type { FsPromises } from '../../src/storage/fs.js';
 
 /**
- * Reads loose objects byte for byte, independently of isomorphic-git, so tests
+ * Reads objects (loose or packed) byte for byte, independently of isomorphic-git, so tests
  * can check what is really stored: the header, the entry order, the modes.
  */
 export interface RawObject {
@@ -18,9 +18,14 @@ export interface RawTreeEntry {
   oid: string;
 }
 
-export async function readLooseObject(fs: FsPromises, gitdir: string, oid: string): Promise<RawObject> {
-  const deflated = await fs.readFile(`${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`);
-  const data = inflateSync(deflated);
+export async function readObject(fs: FsPromises, gitdir: string, oid: string): Promise<RawObject> {
+  let data: Buffer;
+  try {
+    data = inflateSync(await fs.readFile(`${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`));
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOENT') throw err;
+    return readPackedObject(fs, gitdir, oid);
+  }
   const actual = createHash('sha1').update(data).digest('hex');
   if (actual !== oid) throw new Error(`object ${oid} hashes to ${actual}`);
   const nul = data.indexOf(0);
@@ -28,6 +33,50 @@ export async function readLooseObject(fs: FsPromises, gitdir: string, oid: strin
   const body = data.subarray(nul + 1);
   if (Number(size) !== body.length) throw new Error(`object ${oid} says ${size} bytes, holds ${body.length}`);
   return { type: type ?? '', body };
+}
+
+const PACK_TYPES = ['', 'commit', 'tree', 'blob', 'tag'];
+
+/**
+ * Finds `oid` through the pack indexes (version 2) and decodes its entry. Only
+ * whole objects: the packs the store writes hold no deltas (a repacked
+ * repository is read with C git in the tests that repack).
+ */
+async function readPackedObject(fs: FsPromises, gitdir: string, oid: string): Promise<RawObject> {
+  const dir = `${gitdir}/objects/pack`;
+  const names = await fs.readdir(dir).catch(() => [] as string[]);
+  const wanted = Buffer.from(oid, 'hex');
+  for (const name of names.filter((n) => n.startsWith('pack-') && n.endsWith('.idx'))) {
+    const idx = await fs.readFile(`${dir}/${name}`);
+    if (idx.readUInt32BE(0) !== 0xff744f63 || idx.readUInt32BE(4) !== 2) throw new Error(`${name}: not a version 2 index`);
+    const count = idx.readUInt32BE(8 + 255 * 4);
+    const oids = 8 + 256 * 4;
+    let at = -1;
+    for (let i = 0; i < count; i++) {
+      if (idx.compare(wanted, 0, 20, oids + i * 20, oids + i * 20 + 20) === 0) at = i;
+    }
+    if (at < 0) continue;
+    const offset = idx.readUInt32BE(oids + count * 24 + at * 4);
+    if (offset & 0x80000000) throw new Error('large offsets are not read here');
+    const pack = await fs.readFile(`${dir}/${name.replace(/\.idx$/, '.pack')}`);
+    let byte = pack[offset] as number;
+    const type = PACK_TYPES[(byte >> 4) & 7] ?? '';
+    if (!type) throw new Error(`${oid}: pack entry of type ${(byte >> 4) & 7} (a delta?)`);
+    let size = byte & 0x0f;
+    let shift = 4;
+    let p = offset + 1;
+    while (byte & 0x80) {
+      byte = pack[p++] as number;
+      size += (byte & 0x7f) * 2 ** shift;
+      shift += 7;
+    }
+    const body = inflateSync(pack.subarray(p));
+    if (body.length !== size) throw new Error(`${oid}: entry says ${size} bytes, holds ${body.length}`);
+    const actual = createHash('sha1').update(`${type} ${size}\0`).update(body).digest('hex');
+    if (actual !== oid) throw new Error(`object ${oid} hashes to ${actual}`);
+    return { type, body };
+  }
+  throw Object.assign(new Error(`object ${oid} not found`), { code: 'ENOENT' });
 }
 
 /** The entries of a tree object in the order they are stored. */
@@ -48,7 +97,7 @@ export function parseTree(body: Buffer): RawTreeEntry[] {
 }
 
 export async function readRawTree(fs: FsPromises, gitdir: string, oid: string): Promise<RawTreeEntry[]> {
-  const object = await readLooseObject(fs, gitdir, oid);
+  const object = await readObject(fs, gitdir, oid);
   if (object.type !== 'tree') throw new Error(`${oid} is a ${object.type}, not a tree`);
   return parseTree(object.body);
 }

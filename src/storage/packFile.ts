@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+import { constants, crc32, deflateSync } from 'node:zlib';
+import type { GitObject, ObjectType } from './objectFormat.js';
+
+const TYPE_CODE: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3 };
+
+/** Offsets past this need the index's 8-byte table (packs of 2 GiB and more). */
+const LARGE_OFFSET = 0x80000000;
+
+export interface BuiltPack {
+  /** The pack's checksum, which names the files: `pack-<checksum>.pack` and `.idx`. */
+  checksum: string;
+  pack: Buffer;
+  idx: Buffer;
+}
+
+/**
+ * Encodes objects as a git pack (version 2, whole objects, no deltas) and its
+ * index (version 2), the files C git itself reads: a group commit lands as one
+ * pack, so a batch costs two file fsyncs however many objects it holds
+ * (design.md, storage rule 3). Deltas are left to `git repack`, which
+ * rewrites small packs into large ones later.
+ *
+ * Deflated with level 1: these packs are short-lived (repack recompresses what
+ * it keeps) and the deflate sits on the write path.
+ */
+export function buildPack(objects: readonly GitObject[]): BuiltPack {
+  const header = Buffer.alloc(12);
+  header.write('PACK', 0, 'latin1');
+  header.writeUInt32BE(2, 4);
+  header.writeUInt32BE(objects.length, 8);
+  const chunks: Buffer[] = [header];
+  const entries: Array<{ oid: Buffer; offset: number; crc: number }> = [];
+  let offset = header.length;
+  for (const object of objects) {
+    const entry = Buffer.concat([entryHeader(TYPE_CODE[object.type], object.body.byteLength), deflateSync(object.body, { level: constants.Z_BEST_SPEED })]);
+    entries.push({ oid: Buffer.from(object.oid, 'hex'), offset, crc: crc32(entry) });
+    chunks.push(entry);
+    offset += entry.length;
+  }
+  const packSum = sha1(chunks);
+  chunks.push(packSum);
+  return { checksum: packSum.toString('hex'), pack: Buffer.concat(chunks), idx: buildIndex(entries, packSum) };
+}
+
+/** The type and inflated size, 4 bits then 7 bits at a time, high bit meaning "more follows". */
+function entryHeader(type: number, size: number): Buffer {
+  const bytes = [(type << 4) | (size & 0x0f)];
+  let rest = Math.floor(size / 16);
+  while (rest > 0) {
+    bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) | 0x80;
+    bytes.push(rest & 0x7f);
+    rest = Math.floor(rest / 128);
+  }
+  return Buffer.from(bytes);
+}
+
+function buildIndex(unsorted: Array<{ oid: Buffer; offset: number; crc: number }>, packSum: Buffer): Buffer {
+  const entries = [...unsorted].sort((a, b) => Buffer.compare(a.oid, b.oid));
+  const n = entries.length;
+  const large = entries.filter((e) => e.offset >= LARGE_OFFSET);
+  const out = Buffer.alloc(8 + 256 * 4 + n * (20 + 4 + 4) + large.length * 8 + 40);
+  out.writeUInt32BE(0xff744f63, 0);
+  out.writeUInt32BE(2, 4);
+  let at = 8;
+  // Fan-out: entry i counts the objects whose first byte is at most i.
+  let cursor = 0;
+  for (let byte = 0; byte < 256; byte++) {
+    while (cursor < n && (entries[cursor] as { oid: Buffer }).oid[0] === byte) cursor++;
+    out.writeUInt32BE(cursor, at);
+    at += 4;
+  }
+  for (const e of entries) at += e.oid.copy(out, at);
+  for (const e of entries) at = out.writeUInt32BE(e.crc >>> 0, at);
+  let largeAt = 0;
+  for (const e of entries) {
+    if (e.offset < LARGE_OFFSET) at = out.writeUInt32BE(e.offset, at);
+    else at = out.writeUInt32BE((0x80000000 | largeAt++) >>> 0, at);
+  }
+  for (const e of large) at = out.writeBigUInt64BE(BigInt(e.offset), at);
+  at += packSum.copy(out, at);
+  sha1([out.subarray(0, at)]).copy(out, at);
+  return out;
+}
+
+function sha1(chunks: readonly Buffer[]): Buffer {
+  const hash = createHash('sha1');
+  for (const c of chunks) hash.update(c);
+  return hash.digest();
+}
