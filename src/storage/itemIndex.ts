@@ -97,17 +97,34 @@ export class ItemIndex implements IndexView {
   }
 }
 
+/** What an overlay reads through: the committed index, or the overlay of the batch before. */
+export interface IndexLayer {
+  get(path: string): IndexEntry | undefined;
+  folderCount(folder: string): number;
+  folderRule(folder: string): FolderRule | undefined;
+}
+
 /**
  * The index as a batch of commits in progress sees it: the committed index
- * plus the batch's own staged changes. Applied to the index only once the
- * batch is durable; dropped if the flush fails.
+ * (or the batch before, still being flushed) plus the batch's own staged
+ * changes. Applied to the index only once the batch is durable; dropped if
+ * the flush fails.
  */
-export class IndexOverlay implements IndexView {
+export class IndexOverlay implements IndexView, IndexLayer {
   private readonly staged = new Map<string, IndexEntry | null>();
   private readonly folderDelta = new Map<string, number>();
   private readonly stagedRules = new Map<string, FolderRule | null>();
 
-  constructor(private readonly base: ItemIndex) {}
+  constructor(private base: IndexLayer) {}
+
+  /** Reads through `base` from now on: the layer below was applied to it, so every answer stays the same. */
+  rebase(base: IndexLayer): void {
+    this.base = base;
+  }
+
+  folderCount(folder: string): number {
+    return this.base.folderCount(folder) + (this.folderDelta.get(folder) ?? 0);
+  }
 
   folderRule(folder: string): FolderRule | undefined {
     return this.stagedRules.has(folder) ? (this.stagedRules.get(folder) ?? undefined) : this.base.folderRule(folder);
@@ -122,7 +139,7 @@ export class IndexOverlay implements IndexView {
   }
 
   hasEntriesUnder(folder: string): boolean {
-    return this.base.folderCount(folder) + (this.folderDelta.get(folder) ?? 0) > 0;
+    return this.folderCount(folder) > 0;
   }
 
   set(path: string, entry: IndexEntry | null): void {

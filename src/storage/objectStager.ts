@@ -3,7 +3,7 @@ import { errnoCode } from '../errors.js';
 import { fsyncDir } from './durable.js';
 import type { FileHandleLike, FsPromises } from './fs.js';
 import { blobObject, commitObject, treeObject, type GitObject } from './objectFormat.js';
-import { buildPack } from './packFile.js';
+import { buildPack, type BuiltPack } from './packFile.js';
 
 export interface TreeEntry {
   mode: string;
@@ -39,9 +39,13 @@ export interface FlushReport {
  */
 export class ObjectStager {
   private readonly objects = new Map<string, GitObject>();
+  private sealed: BuiltPack | null = null;
+  /** Objects in the sealed pack. */
+  private count = 0;
 
+  /** Objects staged (sealed or not) and not yet flushed. */
   get size(): number {
-    return this.objects.size;
+    return this.objects.size + this.count;
   }
 
   writeBlob(content: Uint8Array): string {
@@ -61,24 +65,40 @@ export class ObjectStager {
     return object.oid;
   }
 
+  /**
+   * Encodes the staged objects as a pack in memory (the CPU part of a flush),
+   * so the write queue can do it while the batch before is still being fsynced.
+   */
+  seal(): void {
+    if (this.objects.size === 0) return;
+    this.sealed = buildPack([...this.objects.values()]);
+    this.count = this.objects.size;
+    this.objects.clear();
+  }
+
   /** Writes every staged object into `gitdir` as one durable pack. */
   async flush(fs: FsPromises, gitdir: string): Promise<FlushReport> {
-    const objects = [...this.objects.values()];
-    this.objects.clear();
-    if (objects.length === 0) return { objects: 0, packs: 0 };
-    const { checksum, pack, idx } = buildPack(objects);
+    this.seal();
+    const sealed = this.sealed;
+    const objects = this.count;
+    this.sealed = null;
+    this.count = 0;
+    if (!sealed) return { objects: 0, packs: 0 };
+    const { checksum, pack, idx } = sealed;
     const dir = `${gitdir}/objects/pack`;
-    try {
-      await fs.mkdir(dir);
-      await fsyncDir(fs, `${gitdir}/objects`);
-    } catch (err) {
-      if (errnoCode(err) !== 'EEXIST') throw err;
-    }
     const suffix = randomBytes(8).toString('hex');
     const temps = [`${dir}/tmp_pack_${suffix}`, `${dir}/tmp_idx_${suffix}`];
     const packPath = `${dir}/pack-${checksum}.pack`;
     try {
-      await writeReadOnly(fs, temps[0] as string, pack);
+      try {
+        await writeReadOnly(fs, temps[0] as string, pack);
+      } catch (err) {
+        // objects/pack is made once, on the first flush that finds it missing (not tried on every flush).
+        if (errnoCode(err) !== 'ENOENT') throw err;
+        await fs.mkdir(dir, { recursive: true });
+        await fsyncDir(fs, `${gitdir}/objects`);
+        await writeReadOnly(fs, temps[0] as string, pack);
+      }
       await writeReadOnly(fs, temps[1] as string, idx);
       await fs.rename(temps[0] as string, packPath);
       temps[0] = packPath;
@@ -90,11 +110,13 @@ export class ObjectStager {
       throw err;
     }
     await fsyncDir(fs, dir);
-    return { objects: objects.length, packs: 1 };
+    return { objects, packs: 1 };
   }
 
   discard(): void {
     this.objects.clear();
+    this.sealed = null;
+    this.count = 0;
   }
 }
 

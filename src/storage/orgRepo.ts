@@ -38,11 +38,25 @@ export interface WriteResult {
   entry: IndexEntry | null;
 }
 
-/** A queued transaction, or an exclusive job (repack) that runs alone, between batches. */
-type Pending =
-  | { kind: 'txn'; txn: Transaction; resolve: (result: WriteResult) => void; reject: (err: unknown) => void }
-  | { kind: 'exclusive'; run: () => Promise<unknown>; resolve: (value: unknown) => void; reject: (err: unknown) => void };
-type PendingTxn = Extract<Pending, { kind: 'txn' }>;
+/** A queued transaction and the caller waiting for it. */
+interface PendingTxn {
+  txn: Transaction;
+  resolve: (result: WriteResult) => void;
+  reject: (err: unknown) => void;
+}
+
+/** A batch whose commits are built (staged in memory) and not yet published. */
+interface BuiltBatch {
+  outcomes: Array<{ pending: PendingTxn; result?: WriteResult; error?: unknown }>;
+  overlay: IndexOverlay;
+  stager: ObjectStager;
+  written: Map<string, string>;
+  published: HistoryEntry[];
+  /** The branch before and after the batch. */
+  parent: string | null;
+  head: string | null;
+  root: string | null;
+}
 
 /** Most commits written, flushed and published together by one group commit. */
 const MAX_BATCH = 256;
@@ -84,7 +98,8 @@ export class OrgRepo {
   private packs = 0;
   private readonly gitFs: { promises: FsPromises };
   private readonly trees: TreeEditor;
-  private queue: Pending[] = [];
+  private queue: PendingTxn[] = [];
+  private repacking: Promise<RepackReport> | null = null;
   /** True while `drain` runs; cleared in the same step as its last look at the queue (no lost wake-ups). */
   private draining = false;
   private drained: Promise<void> = Promise.resolve();
@@ -149,28 +164,26 @@ export class OrgRepo {
 
   /**
    * Folds the small packs of group commits (and any loose objects) into larger
-   * ones with C git, alone in the write queue: writes wait, reads go on
-   * (design.md, rule 9).
+   * ones with C git (design.md, rule 9). It runs beside the write queue, not in
+   * it: a geometric repack only removes the packs it rolled up, never a pack
+   * written while it ran, and reads that find a pack gone retry. One at a time.
    */
   repack(): Promise<RepackReport> {
-    return this.exclusive(() => this.repackNow());
+    this.repacking ??= this.repackNow().finally(() => {
+      this.repacking = null;
+    });
+    return this.repacking;
   }
 
   private async repackNow(): Promise<RepackReport> {
+    const packsBefore = this.packs;
     const report = await repack(this.gitdir);
     this.gitCache = {};
     this.objectsSinceRepack = report.after.loose;
-    this.packs = report.after.packs;
+    // Packs written while git ran are not in its count: add them back.
+    this.packs = report.after.packs + Math.max(0, this.packs - packsBefore);
     this.logger.info('repacked', { org: this.orgId, ...report });
     return report;
-  }
-
-  private exclusive<T>(run: () => Promise<T>): Promise<T> {
-    if (this.closed) return Promise.reject(new Error(`repository ${this.orgId} is closed`));
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ kind: 'exclusive', run, resolve: resolve as (v: unknown) => void, reject });
-      this.kick();
-    });
   }
 
   private kick(): void {
@@ -253,34 +266,48 @@ export class OrgRepo {
   write(txn: Transaction): Promise<WriteResult> {
     if (this.closed) return Promise.reject(new Error(`repository ${this.orgId} is closed`));
     return new Promise<WriteResult>((resolve, reject) => {
-      this.queue.push({ kind: 'txn', txn, resolve, reject });
+      this.queue.push({ txn, resolve, reject });
       this.kick();
     });
   }
 
-  /** Refuses new writes, waits for the queued ones to finish, and saves the index for a fast next start. */
+  /** Refuses new writes, waits for the queued ones (and a running repack) to finish, and saves the index for a fast next start. */
   async close(): Promise<void> {
     this.closed = true;
     await this.drained;
+    await this.repacking?.catch(() => undefined);
     await this.saveSnapshot();
   }
 
+  /**
+   * Runs the queue as a pipeline of two stages: while one batch is being made
+   * durable (fsyncs: the CPU would idle), the next is built on top of it in
+   * memory. A batch is published only after the one before it, and if that one
+   * failed, the next (which decided on its state) fails too, unpublished.
+   */
   private async drain(): Promise<void> {
+    let publishing: Promise<boolean> | null = null;
+    let previous: BuiltBatch | null = null;
     try {
-      while (this.queue.length > 0) {
-        const first = this.queue[0] as Pending;
-        if (first.kind === 'exclusive') {
-          this.queue.shift();
-          await first.run().then(first.resolve, first.reject);
+      while (this.queue.length > 0 || publishing) {
+        if (this.queue.length === 0) {
+          await publishing;
+          publishing = null;
+          previous = null;
           continue;
         }
-        const stop = this.queue.findIndex((p) => p.kind === 'exclusive');
-        const batch = this.queue.splice(0, Math.min(stop === -1 ? this.queue.length : stop, MAX_BATCH)) as PendingTxn[];
-        await this.runBatch(batch);
-        if (this.commitsSinceSnapshot >= SNAPSHOT_EVERY) await this.saveSnapshot();
-        if (this.repackDue()) {
-          await this.repackNow().catch((err: unknown) => this.logger.warn('automatic repack failed', { org: this.orgId, error: String(err) }));
+        const batch = this.queue.splice(0, MAX_BATCH);
+        const built = await this.buildBatch(batch, previous);
+        if (publishing && !(await publishing)) {
+          for (const o of built.outcomes) o.pending.reject(o.error ?? new Error('an earlier commit of the same group failed; nothing was published'));
+          publishing = null;
+          previous = null;
+          continue;
         }
+        // The batch before is in the index now: read through it directly.
+        built.overlay.rebase(this.index);
+        publishing = this.publish(built);
+        previous = built;
       }
     } finally {
       // In the same step as the loop's last look at an empty queue, with no await between:
@@ -298,63 +325,76 @@ export class OrgRepo {
     return this.autoRepackObjects > 0 && (this.packs >= AUTO_REPACK_PACKS || this.objectsSinceRepack >= this.autoRepackObjects);
   }
 
-  private async runBatch(batch: PendingTxn[]): Promise<void> {
-    const overlay = new IndexOverlay(this.index);
+  /** Runs each transaction against the state after `previous` (or the committed state) and stages its commit. */
+  private async buildBatch(batch: PendingTxn[], previous: BuiltBatch | null): Promise<BuiltBatch> {
+    const overlay = new IndexOverlay(previous?.overlay ?? this.index);
     const view: RepoView = {
       get: (path) => overlay.get(path),
       hasEntriesUnder: (folder) => overlay.hasEntriesUnder(folder),
       folderRule: (folder) => overlay.folderRule(folder),
       contentMatches: (entry, content) => hashBlob(Buffer.from(content, 'utf8')) === entry.blobOid,
     };
-    const stager = new ObjectStager();
-    const written = new Map<string, string>();
-    let head = this.head;
-    let root = this.rootTree;
-    const outcomes: Array<{ pending: PendingTxn; result?: WriteResult; error?: unknown }> = [];
-    const published: HistoryEntry[] = [];
+    const parent = previous ? previous.head : this.head;
+    const built: BuiltBatch = { outcomes: [], overlay, stager: new ObjectStager(), written: new Map(), published: [], parent, head: parent, root: previous ? previous.root : this.rootTree };
     for (const pending of batch) {
       try {
         const intent = await pending.txn(view);
         if (!intent) {
-          outcomes.push({ pending, result: { commitId: null, entry: null } });
+          built.outcomes.push({ pending, result: { commitId: null, entry: null } });
           continue;
         }
-        const built = await buildCommit({ intent, overlay, head, root, stager, written, trees: this.trees });
-        published.push(built.history);
-        head = built.commitId;
-        root = built.root;
+        const commit = await buildCommit({ intent, overlay, head: built.head, root: built.root, stager: built.stager, written: built.written, trees: this.trees });
+        built.published.push(commit.history);
+        built.head = commit.commitId;
+        built.root = commit.root;
         if (intent.mutation === 'folderRule') overlay.setFolderRule(intent.folder, intent.rule);
-        else overlay.set(intent.path, built.entry);
-        outcomes.push({ pending, result: { commitId: built.commitId, entry: built.entry } });
+        else overlay.set(intent.path, commit.entry);
+        built.outcomes.push({ pending, result: { commitId: commit.commitId, entry: commit.entry } });
       } catch (error) {
-        outcomes.push({ pending, error });
+        built.outcomes.push({ pending, error });
       }
     }
-    if (head !== this.head && head !== null) {
+    built.stager.seal();
+    return built;
+  }
+
+  /**
+   * Makes a built batch durable (one pack, one compare-and-swap of main), then
+   * updates the index and answers the callers. Resolves false when nothing
+   * could be published; the repository is re-read from disk then.
+   */
+  private async publish(built: BuiltBatch): Promise<boolean> {
+    const { outcomes } = built;
+    if (built.head !== built.parent && built.head !== null) {
       try {
-        const flushed = await stager.flush(this.fs, this.gitdir);
+        const flushed = await built.stager.flush(this.fs, this.gitdir);
         this.objectsSinceRepack += flushed.objects;
         this.packs += flushed.packs;
-        await compareAndSwapRef({ fs: this.fs, gitdir: this.gitdir, expected: this.head, next: head });
+        await compareAndSwapRef({ fs: this.fs, gitdir: this.gitdir, expected: built.parent, next: built.head });
       } catch (error) {
         this.logger.error('commit failed; nothing was published', { org: this.orgId, error: String(error) });
         // Re-read the branch before answering, so a caller that retries at once sees what is really there.
         await this.load().catch((err: unknown) => this.logger.error('reload failed', { org: this.orgId, error: String(err) }));
         // Nobody in this batch may see success: later transactions decided on state that is not durable.
         for (const o of outcomes) o.pending.reject(o.error === undefined ? error : o.error);
-        return;
+        return false;
       }
-      overlay.applyTo(this.index);
-      this.head = head;
-      this.rootTree = root;
-      for (const [oid, text] of written) this.contentCache.set(oid, text);
-      await this.history.append(published);
-      this.commitsSinceSnapshot += published.length;
+      built.overlay.applyTo(this.index);
+      this.head = built.head;
+      this.rootTree = built.root;
+      for (const [oid, text] of built.written) this.contentCache.set(oid, text);
+      await this.history.append(built.published);
+      this.commitsSinceSnapshot += built.published.length;
     }
     for (const o of outcomes) {
       if (o.result) o.pending.resolve(o.result);
       else o.pending.reject(o.error);
     }
+    if (this.commitsSinceSnapshot >= SNAPSHOT_EVERY) await this.saveSnapshot();
+    if (this.repackDue() && !this.repacking) {
+      this.repack().catch((err: unknown) => this.logger.warn('automatic repack failed', { org: this.orgId, error: String(err) }));
+    }
+    return true;
   }
 
   /**

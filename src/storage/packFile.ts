@@ -33,7 +33,7 @@ export function buildPack(objects: readonly GitObject[]): BuiltPack {
   const entries: Array<{ oid: Buffer; offset: number; crc: number }> = [];
   let offset = header.length;
   for (const object of objects) {
-    const entry = Buffer.concat([entryHeader(TYPE_CODE[object.type], object.body.byteLength), deflateSync(object.body, { level: constants.Z_BEST_SPEED })]);
+    const entry = Buffer.concat([entryHeader(TYPE_CODE[object.type], object.body.byteLength), deflate(object.body)]);
     entries.push({ oid: Buffer.from(object.oid, 'hex'), offset, crc: crc32(entry) });
     chunks.push(entry);
     offset += entry.length;
@@ -41,6 +41,16 @@ export function buildPack(objects: readonly GitObject[]): BuiltPack {
   const packSum = sha1(chunks);
   chunks.push(packSum);
   return { checksum: packSum.toString('hex'), pack: Buffer.concat(chunks), idx: buildIndex(entries, packSum) };
+}
+
+/**
+ * Level 1, with a window no larger than the object: zlib allocates and
+ * initializes its window and hash tables on every call, which for the small
+ * objects of a commit costs more than compressing them.
+ */
+function deflate(body: Buffer): Buffer {
+  const windowBits = Math.min(15, Math.max(9, Math.ceil(Math.log2(body.byteLength + 262))));
+  return deflateSync(body, { level: constants.Z_BEST_SPEED, windowBits, memLevel: Math.max(1, windowBits - 7) });
 }
 
 /** The type and inflated size, 4 bits then 7 bits at a time, high bit meaning "more follows". */

@@ -239,6 +239,55 @@ describe('storage/orgRepo (memfs)', () => {
     });
   });
 
+  describe('the pipeline (the next batch is built while the one before is being flushed)', () => {
+    it('builds the next batch on the one in flight, and publishes both in order', async () => {
+      const first = put('pipe/a.md', 'a');
+      let sawFirst = false;
+      const second = repo.write((v) => {
+        sawFirst = v.get('pipe/a.md') !== undefined;
+        return putIntent(v, 'pipe/b.md', 'b');
+      });
+      const [a, b] = await Promise.all([first, second]);
+      expect(sawFirst, 'the second batch saw the first, before it was durable').to.equal(true);
+      const { commit } = await git.readCommit({ fs: { promises: fs }, gitdir: GITDIR, oid: b.commitId as string });
+      expect(commit.parent).to.deep.equal([a.commitId]);
+      expect(await readRef(fs, GITDIR)).to.equal(b.commitId);
+    });
+
+    it('when a flush fails, the batch built on it fails too and nothing of either is published', async () => {
+      const before = repo.headCommit;
+      await repo.close();
+      let failNext = true;
+      const failing = Object.create(fs) as FsPromises;
+      failing.rename = async (from: string, to: string) => {
+        if (failNext && to.endsWith('.pack')) {
+          failNext = false;
+          throw Object.assign(new Error('EIO: i/o error'), { code: 'EIO' });
+        }
+        return fs.rename(from, to);
+      };
+      repo = await OrgRepo.open({ orgId: ORG, fs: failing, gitdir: GITDIR, logger: silentLogger });
+      let sawFirst = false;
+      const first = put('fail/a.md', 'a');
+      const second = repo.write((v) => {
+        sawFirst = v.get('fail/a.md') !== undefined;
+        return putIntent(v, 'fail/b.md', 'b');
+      });
+      const errors = await Promise.all([rejection(first), rejection(second)]);
+      expect(sawFirst).to.equal(true);
+      expect(String(errors[0])).to.match(/EIO/);
+      expect(String(errors[1])).to.match(/EIO|earlier commit/);
+      expect(repo.headCommit).to.equal(before);
+      expect(await readRef(fs, GITDIR)).to.equal(before);
+      expect(repo.get('fail/a.md')).to.equal(undefined);
+      expect(repo.get('fail/b.md')).to.equal(undefined);
+      // The next write goes on from the durable state.
+      const retry = await put('fail/b.md', 'b');
+      const { commit } = await git.readCommit({ fs: { promises: fs }, gitdir: GITDIR, oid: retry.commitId as string });
+      expect(commit.parent).to.deep.equal([before]);
+    });
+  });
+
   describe('when the ref moved under it', () => {
     it('refuses the batch (RefConflict), publishes nothing, reloads, and writes on top of what is there', async () => {
       const initial = repo.headCommit as string;
