@@ -72,6 +72,9 @@ interface HttpishError {
   expose?: unknown;
 }
 
+/** The client stopped sending its body (or closed the connection before it was read). */
+export const BODY_INCOMPLETE: ErrorResponse = { status: 400, message: 'Request body incomplete', fault: false };
+
 export function toErrorResponse(err: unknown): ErrorResponse {
   if (isKnowledgeError(err)) {
     const row = TABLE[err.code];
@@ -98,7 +101,7 @@ export function toErrorResponse(err: unknown): ErrorResponse {
         return { status: 415, message: 'Unsupported body encoding', fault: false };
       case 'request.aborted':
       case 'request.size.invalid':
-        return { status: 400, message: 'Request body incomplete', fault: false };
+        return BODY_INCOMPLETE;
     }
     return { status, message: 'Bad request', fault: false };
   }

@@ -1,4 +1,9 @@
+import { connect } from 'node:net';
 import { expect } from 'chai';
+import { loadConfig } from '../../src/config.js';
+import { startServer } from '../../src/http/server.js';
+import { createLogger } from '../../src/log.js';
+import { tmpDir } from '../support/tmp.js';
 import { commitCount } from '../support/git.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 import { del, expectError, get, ITEMS, itemUrl, LIST, list, MSG, put, rawRequest } from './helpers.js';
@@ -170,5 +175,45 @@ describe('HTTP errors: every response carries success, X-Request-Id and nosniff 
 
   it('the server keeps serving after all of the above', async () => {
     expect((await list(server, reader)).status).to.equal(200);
+  });
+});
+
+describe('HTTP errors: clients that go away mid-request', () => {
+  it('a PUT whose client closes before its body is read is not logged as a server fault, and the server goes on', async function () {
+    this.timeout(30_000);
+    const tmp = await tmpDir('ks-gone');
+    const logged: Array<{ level: string; msg: string }> = [];
+    let adminKey = '';
+    const server = await startServer({
+      config: { ...loadConfig({}, { dataDir: tmp.dir, port: '0', logLevel: 'info' }), rateLimitAuthFailures: 0 },
+      logger: createLogger({ level: 'info', write: (line) => logged.push(JSON.parse(line) as { level: string; msg: string }) }),
+      announce: (line) => {
+        adminKey = /ks_\S+/.exec(line)?.[0] ?? '';
+      },
+    });
+    try {
+      const { port } = new URL(server.url);
+      // Headers and part of the body, then the socket is destroyed: some requests are cut while
+      // their body is read, others before it is (while authentication runs).
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          new Promise<void>((resolve) => {
+            const socket = connect(Number(port), '127.0.0.1', () => {
+              socket.write(`PUT /api/v1/knowledge/items/gone/${i}.md HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${adminKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"content":`);
+              setTimeout(() => socket.destroy(), i % 3);
+            });
+            socket.on('close', () => resolve());
+            socket.on('error', () => resolve());
+          }),
+        ),
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      const res = await api(`${server.url}/api/v1/knowledge/items/after.md`, { method: 'PUT', key: adminKey, body: { content: 'still here' } });
+      expect(res.status).to.equal(200);
+      expect(logged.filter((l) => l.level === 'error')).to.deep.equal([]);
+    } finally {
+      await server.close(2000);
+      await tmp.cleanup();
+    }
   });
 });

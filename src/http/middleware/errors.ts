@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import type { Logger } from '../../log.js';
-import { toErrorResponse } from '../errorTable.js';
+import { BODY_INCOMPLETE, toErrorResponse } from '../errorTable.js';
 import { RouteNotFound } from '../httpErrors.js';
 import type { AppState } from '../state.js';
 
@@ -16,7 +16,10 @@ export function errorEnvelope(logger: Logger): Middleware<AppState> {
       await next();
       if (ctx.body === undefined && ctx.status === 404) throw new RouteNotFound({ method: ctx.method, path: ctx.path });
     } catch (err) {
-      const response = toErrorResponse(err);
+      // A client that closed its connection before its body was read leaves raw-body an unreadable
+      // stream (a 500 "stream.not.readable"): the client's doing, not a fault to log.
+      const clientGone = ctx.req.destroyed && (err as { type?: unknown } | null)?.type === 'stream.not.readable';
+      const response = clientGone ? BODY_INCOMPLETE : toErrorResponse(err);
       if (response.fault) {
         logger.error('request failed', {
           requestId: ctx.state.requestId,
