@@ -27,19 +27,51 @@ export function blobObject(content: Uint8Array): GitObject {
   return gitObject('blob', Buffer.from(content.buffer, content.byteOffset, content.byteLength));
 }
 
-/**
- * A tree: entries sorted the way git sorts them (bytewise, a folder's name
- * compared as if it ended in "/"), folder modes written as "40000".
- */
-export function treeObject(entries: readonly TreeEntry[]): GitObject {
-  const named = entries.map((e) => ({ e, key: Buffer.from(e.type === 'tree' ? `${e.path}/` : e.path, 'utf8') }));
-  named.sort((a, b) => Buffer.compare(a.key, b.key));
-  const parts: Buffer[] = [];
-  for (const { e } of named) {
-    const mode = e.mode.replace(/^0/, '');
-    parts.push(Buffer.from(`${mode} ${e.path}\0`, 'utf8'), Buffer.from(e.oid, 'hex'));
+/** Git's tree order: names compared bytewise, a folder's name as if it ended in "/". */
+export function compareTreeEntries(a: TreeEntry, b: TreeEntry): number {
+  const x = a.type === 'tree' ? `${a.path}/` : a.path;
+  const y = b.type === 'tree' ? `${b.path}/` : b.path;
+  // UTF-16 order is UTF-8 byte order for ASCII, which every item path is; others are compared as bytes.
+  if (ASCII.test(x) && ASCII.test(y)) return x < y ? -1 : x > y ? 1 : 0;
+  return Buffer.compare(Buffer.from(x, 'utf8'), Buffer.from(y, 'utf8'));
+}
+
+const ASCII = /^[\x00-\x7f]*$/;
+
+/** True when `entries` are in git's tree order already (the tree editor keeps them so). */
+function inTreeOrder(entries: readonly TreeEntry[]): boolean {
+  for (let i = 1; i < entries.length; i++) {
+    if (compareTreeEntries(entries[i - 1] as TreeEntry, entries[i] as TreeEntry) >= 0) return false;
   }
+  return true;
+}
+
+/** A tree: entries in git's order (sorted here unless they already are), folder modes written as "40000". */
+export function treeObject(entries: readonly TreeEntry[]): GitObject {
+  const sorted = inTreeOrder(entries) ? entries : [...entries].sort(compareTreeEntries);
+  const parts = sorted.map(encodedEntry);
   return gitObject('tree', Buffer.concat(parts));
+}
+
+/**
+ * Entries are immutable and shared by every version of a tree the editor
+ * writes, so each is encoded once: writing a thousand-entry tree is then one
+ * copy of its bytes, not three thousand small writes.
+ */
+const ENCODED = new WeakMap<TreeEntry, Buffer>();
+
+function encodedEntry(e: TreeEntry): Buffer {
+  let bytes = ENCODED.get(e);
+  if (!bytes) {
+    bytes = Buffer.concat([Buffer.from(`${modeOf(e)} ${e.path}\0`, 'utf8'), Buffer.from(e.oid, 'hex')]);
+    ENCODED.set(e, bytes);
+  }
+  return bytes;
+}
+
+/** The mode as git writes it in a tree: folders without the leading zero. */
+function modeOf(e: TreeEntry): string {
+  return e.mode === '040000' ? '40000' : e.mode;
 }
 
 /**

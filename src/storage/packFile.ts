@@ -33,7 +33,7 @@ export function buildPack(objects: readonly GitObject[]): BuiltPack {
   const entries: Array<{ oid: Buffer; offset: number; crc: number }> = [];
   let offset = header.length;
   for (const object of objects) {
-    const entry = Buffer.concat([entryHeader(TYPE_CODE[object.type], object.body.byteLength), deflate(object.body)]);
+    const entry = Buffer.concat([entryHeader(TYPE_CODE[object.type], object.body.byteLength), deflate(object)]);
     entries.push({ oid: Buffer.from(object.oid, 'hex'), offset, crc: crc32(entry) });
     chunks.push(entry);
     offset += entry.length;
@@ -46,11 +46,16 @@ export function buildPack(objects: readonly GitObject[]): BuiltPack {
 /**
  * Level 1, with a window no larger than the object: zlib allocates and
  * initializes its window and hash tables on every call, which for the small
- * objects of a commit costs more than compressing them.
+ * objects of a commit costs more than compressing them. Trees are stored
+ * (level 0): half of a tree is object ids, which do not compress, and a
+ * thousand-entry folder is rewritten on every change in it; the repack
+ * stores them as deltas of one another, which is where they shrink.
  */
-function deflate(body: Buffer): Buffer {
+function deflate(object: GitObject): Buffer {
+  const { body } = object;
   const windowBits = Math.min(15, Math.max(9, Math.ceil(Math.log2(body.byteLength + 262))));
-  return deflateSync(body, { level: constants.Z_BEST_SPEED, windowBits, memLevel: Math.max(1, windowBits - 7) });
+  const level = object.type === 'tree' ? constants.Z_NO_COMPRESSION : constants.Z_BEST_SPEED;
+  return deflateSync(body, { level, windowBits, memLevel: Math.max(1, windowBits - 7) });
 }
 
 /** The type and inflated size, 4 bits then 7 bits at a time, high bit meaning "more follows". */

@@ -1,4 +1,5 @@
 import { Lru } from './lru.js';
+import { compareTreeEntries } from './objectFormat.js';
 import type { ObjectStager, TreeEntry } from './objectStager.js';
 
 /** One file in a commit: a blob id to place at `path`, or null to remove it. */
@@ -26,15 +27,21 @@ export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
  * same folders reads nothing from disk, and nothing it has not yet flushed.
  */
 export class TreeEditor {
-  private readonly cache = new Lru<string, readonly TreeEntry[]>(50_000, (entries) => 1 + entries.length);
+  /**
+   * Sized in entries: 200,000 hold every folder's current tree of a 50,000-item
+   * organization (items and records, a thousand per folder) with room to spare.
+   */
+  private readonly cache = new Lru<string, readonly TreeEntry[]>(200_000, (entries) => 1 + entries.length);
 
   constructor(private readonly readTree: (oid: string) => Promise<TreeEntry[]>) {}
 
+  /** The tree's entries, in git's tree order. */
   async entries(oid: string): Promise<readonly TreeEntry[]> {
     if (oid === EMPTY_TREE) return [];
     const hit = this.cache.get(oid);
     if (hit) return hit;
-    const entries = await this.readTree(oid);
+    // isomorphic-git lists entries by plain name ("a" before "a-b.md"), not in the stored order.
+    const entries = (await this.readTree(oid)).sort(compareTreeEntries);
     this.cache.set(oid, entries);
     return entries;
   }
@@ -59,23 +66,28 @@ export class TreeEditor {
   }
 
   private async rewrite(oid: string | null, dir: Dir, stager: ObjectStager, where: string): Promise<string | null> {
-    const entries = new Map((oid ? await this.entries(oid) : []).map((e) => [e.path, e]));
+    // Edited in place, in git's order: a folder of a thousand entries changes by one or two, so
+    // finding those beats rebuilding and sorting the whole list on every commit.
+    const entries = oid ? [...(await this.entries(oid))] : [];
     for (const [name, change] of dir.children) {
-      const existing = entries.get(name);
+      const at = entries.findIndex((e) => e.path === name);
+      const existing = at === -1 ? undefined : entries[at];
+      let next: TreeEntry | null;
       if (change.kind === 'leaf') {
         if (existing && existing.type !== 'blob') throw new Error(`cannot place a file at ${where}${name}: it is a folder`);
-        if (change.oid === null) entries.delete(name);
-        else entries.set(name, { mode: '100644', path: name, oid: change.oid, type: 'blob' });
+        next = change.oid === null ? null : { mode: '100644', path: name, oid: change.oid, type: 'blob' };
       } else {
         if (existing && existing.type !== 'tree') throw new Error(`cannot use ${where}${name} as a folder: it is a file`);
         const sub = await this.rewrite(existing?.oid ?? null, change, stager, `${where}${name}/`);
-        if (sub === null) entries.delete(name);
-        else entries.set(name, { mode: '040000', path: name, oid: sub, type: 'tree' });
+        next = sub === null ? null : { mode: '040000', path: name, oid: sub, type: 'tree' };
       }
+      if (existing && next) entries[at] = next; // same name, same kind: same place
+      else if (existing) entries.splice(at, 1);
+      else if (next) entries.splice(insertionPoint(entries, next), 0, next);
     }
     // Git has no empty folders: a folder whose last file left disappears from its parent.
-    if (entries.size === 0) return null;
-    return this.write([...entries.values()], stager);
+    if (entries.length === 0) return null;
+    return this.write(entries, stager);
   }
 
   private write(entries: TreeEntry[], stager: ObjectStager): string {
@@ -83,4 +95,16 @@ export class TreeEditor {
     this.cache.set(oid, entries);
     return oid;
   }
+}
+
+/** Where `entry` goes in `entries` (in git's tree order), by binary search. */
+function insertionPoint(entries: readonly TreeEntry[], entry: TreeEntry): number {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareTreeEntries(entries[mid] as TreeEntry, entry) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
