@@ -32,11 +32,14 @@ export function compareTreeEntries(a: TreeEntry, b: TreeEntry): number {
   const x = a.type === 'tree' ? `${a.path}/` : a.path;
   const y = b.type === 'tree' ? `${b.path}/` : b.path;
   // UTF-16 order is UTF-8 byte order for ASCII, which every item path is; others are compared as bytes.
-  if (ASCII.test(x) && ASCII.test(y)) return x < y ? -1 : x > y ? 1 : 0;
+  if (isAscii(x) && isAscii(y)) return x < y ? -1 : x > y ? 1 : 0;
   return Buffer.compare(Buffer.from(x, 'utf8'), Buffer.from(y, 'utf8'));
 }
 
-const ASCII = /^[\x00-\x7f]*$/;
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
 
 /** True when `entries` are in git's tree order already (the tree editor keeps them so). */
 function inTreeOrder(entries: readonly TreeEntry[]): boolean {
