@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import git from 'isomorphic-git';
@@ -63,5 +67,24 @@ describe('storage/objectFormat: the same bytes as isomorphic-git', () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it('trees with names beyond ASCII are in C git\'s byte order (git mktree is the judge)', () => {
+    // U+E000 sorts after a surrogate pair in UTF-16 but before it in UTF-8: string order would be wrong.
+    const names = ['\u{1F600}.md', '\uE000.md', 'é.md', 'e.md', 'z', '\u{1F600}', 'a'];
+    const list: TreeEntry[] = names.map((path, i) =>
+      i % 3 === 2 ? { mode: '040000', path, oid: '4b825dc642cb6eb9a060e54bf8d69288fbee4904', type: 'tree' } : { mode: '100644', path, oid: 'e69de29bb2d1d6434b8b29ae775ad8c2e48c5391', type: 'blob' },
+    );
+    const input = list.map((e) => `${e.mode} ${e.type} ${e.oid}\t${e.path}\n`).join('');
+    const dir = mkdtempSync(join(tmpdir(), 'mktree-'));
+    let gitOid: string;
+    try {
+      execFileSync('git', ['init', '-q', '--bare', dir]);
+      gitOid = execFileSync('git', ['--git-dir', dir, 'mktree', '--missing'], { input }).toString().trim();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(treeObject(list).oid).to.equal(gitOid);
+    expect(treeObject([...list].reverse()).oid).to.equal(gitOid);
   });
 });
