@@ -3,6 +3,7 @@ import { promises as nodeFs } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../config.js';
+import { watchDirectory } from '../fileWatch.js';
 import { createOrganization } from '../domain/orgs.js';
 import type { Logger } from '../log.js';
 import { lockDataDir } from '../storage/dataDirLock.js';
@@ -42,7 +43,8 @@ export async function startServer(args: {
   const dirLock = await lockDataDir(fs, config.dataDir);
   try {
     const orgs = new OrgStore({ fs, dataDir: config.dataDir, logger, owner: true, autoRepackObjects: config.autoRepackObjects });
-    const keys = new KeyStore({ fs, dataDir: config.dataDir, logger });
+    const keys = new KeyStore({ fs, dataDir: config.dataDir, logger, watch: watchDirectory });
+    await keys.startWatching();
     if ((await orgs.list()).length === 0) {
       const { secret } = await createOrganization({ orgs, keys, orgId: DEFAULT_ORG });
       announce(`Admin API key for organization "${DEFAULT_ORG}": ${secret}`);
@@ -108,6 +110,7 @@ export async function startServer(args: {
         clearTimeout(timer);
         await orgs.closeAll();
         await keys.flushUsage().catch((err: unknown) => logger.warn('could not record key usage', { error: String(err) }));
+        keys.stopWatch();
         await dirLock.release();
         logger.info('stopped');
       })());

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { silentLogger } from '../../src/log.js';
 import { CorruptStore } from '../../src/storage/errors.js';
 import type { FsPromises } from '../../src/storage/fs.js';
+import { watchDirectory } from '../../src/fileWatch.js';
 import { KeyStore, type KeyRecord } from '../../src/storage/keyStore.js';
 import { tmpDir } from '../support/tmp.js';
 
@@ -142,5 +143,69 @@ describe('storage/keyStore (real disk, two instances on one data dir)', () => {
     await a.add(key()).catch((e: unknown) => (error = e));
     expect(error).to.be.instanceOf(CorruptStore);
     expect(await nodeFs.readFile(`${tmp.dir}/keys.json`, 'utf8')).to.equal('{"version":1,"keys":[');
+  });
+});
+
+describe('storage/keyStore watching the data directory (real disk, real inotify)', () => {
+  let tmp: { dir: string; cleanup: () => Promise<void> };
+  let stats: number;
+  const counting = Object.create(fs) as FsPromises;
+  counting.stat = (path: string) => {
+    stats++;
+    return fs.stat(path);
+  };
+
+  beforeEach(async () => {
+    tmp = await tmpDir('ks-keys-watch');
+    stats = 0;
+  });
+  afterEach(() => tmp.cleanup());
+
+  it('stats keys.json only after a reported change, and sees a change made by another instance on the next lookup', async () => {
+    const server = new KeyStore({ fs: counting, dataDir: tmp.dir, logger: silentLogger, watch: watchDirectory });
+    const cli = new KeyStore({ fs, dataDir: tmp.dir, logger: silentLogger });
+    await server.startWatching();
+    try {
+      const k = key();
+      await cli.add(k);
+      expect((await server.findByHash(k.hash))?.id).to.equal(k.id);
+      stats = 0;
+      for (let i = 0; i < 200; i++) await server.findByHash(k.hash);
+      expect(stats, 'stats across 200 lookups with nothing changed').to.equal(0);
+      // The CLI revokes, then the very next lookup must see it: no sleep in between.
+      for (let round = 0; round < 20; round++) {
+        const next = key();
+        await cli.add(next);
+        expect((await server.findByHash(next.hash))?.id, `round ${round}: new key`).to.equal(next.id);
+        await cli.update(next.id, (r) => {
+          r.revokedAt = new Date().toISOString();
+        });
+        expect((await server.findByHash(next.hash))?.revokedAt, `round ${round}: revocation`).to.be.a('string');
+      }
+    } finally {
+      server.stopWatch();
+    }
+  });
+
+  it('falls back to a stat per lookup when the watch fails', async () => {
+    let fail: (err: unknown) => void = () => undefined;
+    const store = new KeyStore({
+      fs: counting,
+      dataDir: tmp.dir,
+      logger: silentLogger,
+      watch: (_dir, _onChange, onError) => {
+        fail = onError;
+        return () => undefined;
+      },
+    });
+    await store.startWatching();
+    await store.findByHash('0'.repeat(64));
+    fail(new Error('ENOSPC: inotify watches exhausted'));
+    stats = 0;
+    const k = key();
+    await new KeyStore({ fs, dataDir: tmp.dir, logger: silentLogger }).add(k);
+    // No change is reported any more, yet the lookup sees the new key: it stats.
+    expect((await store.findByHash(k.hash))?.id).to.equal(k.id);
+    expect(stats).to.be.greaterThan(0);
   });
 });
