@@ -60,7 +60,7 @@ export function buildProgram(): Command {
     .addOption(dataDirOption())
     .option('--max-content-bytes <n>', 'largest item content in bytes (default: $KNOWLEDGE_MAX_CONTENT_BYTES or 1048576)')
     .option('--log-level <level>', 'error, warn, info or debug (default: $LOG_LEVEL or info)')
-    .option('--auto-repack-objects <n>', 'repack an organization past this many loose objects, 0 = never (default: $KNOWLEDGE_AUTO_REPACK_OBJECTS or 10000)')
+    .option('--auto-repack-objects <n>', 'repack an organization after this many objects written (or 50 packs), 0 = never (default: $KNOWLEDGE_AUTO_REPACK_OBJECTS or 10000)')
     .option('--rate-limit-per-key <n>', 'API requests per minute per key, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY or 6000)')
     .option('--rate-limit-per-key-burst <n>', 'requests a key may send at once (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY_BURST, else 6000, or the per-minute rate when that is changed)')
     .option('--rate-limit-auth-failures <n>', 'failed authentications per minute per client address, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES or 20)')
@@ -179,7 +179,7 @@ export function buildProgram(): Command {
 
   program
     .command('gc')
-    .description('repack organizations\' repositories with C git (loose objects into packs)')
+    .description('repack organizations\' repositories with C git (fold small packs together)')
     .option('--org <orgId>', 'only this organization')
     .option('--full', 'rewrite all packs into one (only when no server uses the data dir)')
     .addOption(dataDirOption())
@@ -187,20 +187,23 @@ export function buildProgram(): Command {
     .action(async (opts: Common & { org?: string; full?: boolean }) => {
       const { orgs, dataDir } = stores(opts);
       const ids = opts.org ? [validateOrgId(opts.org)] : await orgs.list();
-      // Beside a running server only `git repack -d` runs: it packs loose objects and deletes only what it
-      // packed, so the server's writes are never disturbed. Rewriting packs waits for a stopped server.
+      // Beside a running server only the geometric repack runs: it deletes only the packs it rolled up, so
+      // the server's writes are never disturbed. Rewriting every pack (-a) waits for a stopped server.
       const running = await serverPid(fs, dataDir);
       if (opts.full && running) throw new Error(`--full needs the server (pid ${running}) stopped; without it, gc is safe while it runs`);
       const reports = [];
       for (const orgId of ids) {
         if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
         const gitdir = orgs.gitdirOf(orgId);
-        if (!opts.json) process.stderr.write(`Repacking ${orgId} (${(await countObjects(gitdir)).loose} loose objects)...\n`);
-        reports.push({ orgId, ...(await repack(gitdir, opts.full ? { full: true } : running ? { full: false } : {})) });
+        if (!opts.json) {
+          const counts = await countObjects(gitdir);
+          process.stderr.write(`Repacking ${orgId} (${counts.packs} pack(s), ${counts.loose} loose objects)...\n`);
+        }
+        reports.push({ orgId, ...(await repack(gitdir, { full: opts.full === true })) });
       }
       const mib = (n: number): string => `${(n / 1048576).toFixed(1)} MiB`;
       const lines = reports.map(
-        (r) => `${r.orgId}: ${r.before.loose} loose -> ${r.after.loose} loose; ${r.after.packs} pack(s), ${mib(r.after.packBytes)}${r.full ? ' (full)' : ''}`,
+        (r) => `${r.orgId}: ${r.before.packs} pack(s), ${r.before.loose} loose -> ${r.after.packs} pack(s), ${r.after.loose} loose; ${mib(r.after.packBytes)}${r.full ? ' (full)' : ''}`,
       );
       print(opts, lines.join('\n') || 'No organizations.', reports);
     });
