@@ -70,6 +70,9 @@ const SNAPSHOT_EVERY = 10_000;
 
 const RULE_FILE = '/.rule.json';
 
+/** Waits before each retry of a failed read (see fromGit). */
+const READ_RETRY_MS = [0, 10, 50, 200];
+
 /** Packs (one per group commit) beyond which an automatic repack folds them together (git's gc.autoPackLimit). */
 const AUTO_REPACK_PACKS = 50;
 
@@ -146,19 +149,39 @@ export class OrgRepo {
   }
 
   /**
-   * Reads through isomorphic-git. A repack may delete a pack whose index the
-   * cache still holds: a read that finds an object missing retries once with a
-   * fresh cache, which lists the packs anew.
+   * Reads through isomorphic-git. A repack deletes the packs it rolled up, maybe
+   * while a read is searching them: a read that fails is tried again with a
+   * fresh cache (which lists the packs anew), a few times, a little later each
+   * time, since git unlinks the rolled-up packs one by one. Objects never
+   * change, so a retry is always safe; a real fault fails every time.
    */
   private async fromGit<T>(read: (cache: object) => Promise<T>): Promise<T> {
-    try {
-      return await read(this.gitCache);
-    } catch {
-      // Objects never change, so a read that failed may simply be tried again: the error may come
-      // from a pack that `repack -a -d` deleted after the cache listed it (ENOENT, "Could not read
-      // packfile", a half-read index). A fresh cache lists the packs anew; a real fault fails twice.
-      this.gitCache = {};
-      return read(this.gitCache);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await read(this.gitCache);
+      } catch (err) {
+        if (attempt >= READ_RETRY_MS.length) throw err;
+        await new Promise((resolve) => setTimeout(resolve, READ_RETRY_MS[attempt]));
+        this.gitCache = {};
+      }
+    }
+  }
+
+  /**
+   * After a repack, forgets only the packs that are gone. isomorphic-git keeps a
+   * whole pack in memory once read (and checks its SHA-1): starting over with an
+   * empty cache would re-read the large packs after every repack, which at
+   * 50,000 items is tens of megabytes, several times a second under writes.
+   */
+  private async forgetDeletedPacks(): Promise<void> {
+    const cache = this.gitCache as Record<symbol, unknown>;
+    const live = new Set((await this.fs.readdir(`${this.gitdir}/objects/pack`).catch(() => [] as string[])).map((n) => `${this.gitdir}/objects/pack/${n}`));
+    for (const key of Object.getOwnPropertySymbols(cache)) {
+      const map = cache[key];
+      if (!(map instanceof Map)) continue;
+      for (const name of [...map.keys()]) {
+        if (typeof name === 'string' && name.includes('/objects/pack/') && !live.has(name)) map.delete(name);
+      }
     }
   }
 
@@ -178,7 +201,7 @@ export class OrgRepo {
   private async repackNow(): Promise<RepackReport> {
     const packsBefore = this.packs;
     const report = await repack(this.gitdir);
-    this.gitCache = {};
+    await this.forgetDeletedPacks();
     this.objectsSinceRepack = report.after.loose;
     // Packs written while git ran are not in its count: add them back.
     this.packs = report.after.packs + Math.max(0, this.packs - packsBefore);
