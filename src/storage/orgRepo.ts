@@ -199,12 +199,11 @@ export class OrgRepo {
   }
 
   private async repackNow(): Promise<RepackReport> {
-    const packsBefore = this.packs;
     const report = await repack(this.gitdir);
     await this.forgetDeletedPacks();
     this.objectsSinceRepack = report.after.loose;
-    // Packs written while git ran are not in its count: add them back.
-    this.packs = report.after.packs + Math.max(0, this.packs - packsBefore);
+    // Counted after git finished: packs written while it ran are in the count already.
+    this.packs = report.after.packs;
     this.logger.info('repacked', { org: this.orgId, ...report });
     return report;
   }
