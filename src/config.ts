@@ -8,7 +8,7 @@ export interface Config {
   dataDir: string;
   maxContentBytes: number;
   logLevel: LogLevel;
-  /** Objects written (since the last repack) that trigger an automatic `git repack` of an organization; 50 packs do too (0 turns it off). */
+  /** Objects written (since the last repack) that trigger an automatic `git repack` of an organization; 200 packs do too (0 turns it off). */
   autoRepackObjects: number;
   /** API requests per minute per key, sustained (0 turns the limit off). */
   rateLimitPerKey: number;

@@ -60,7 +60,7 @@ export function buildProgram(): Command {
     .addOption(dataDirOption())
     .option('--max-content-bytes <n>', 'largest item content in bytes (default: $KNOWLEDGE_MAX_CONTENT_BYTES or 1048576)')
     .option('--log-level <level>', 'error, warn, info or debug (default: $LOG_LEVEL or info)')
-    .option('--auto-repack-objects <n>', 'repack an organization after this many objects written (or 50 packs), 0 = never (default: $KNOWLEDGE_AUTO_REPACK_OBJECTS or 10000)')
+    .option('--auto-repack-objects <n>', 'repack an organization after this many objects written (or 200 packs), 0 = never (default: $KNOWLEDGE_AUTO_REPACK_OBJECTS or 10000)')
     .option('--rate-limit-per-key <n>', 'API requests per minute per key, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY or 6000)')
     .option('--rate-limit-per-key-burst <n>', 'requests a key may send at once (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY_BURST, else 6000, or the per-minute rate when that is changed)')
     .option('--rate-limit-auth-failures <n>', 'failed authentications per minute per client address, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES or 20)')

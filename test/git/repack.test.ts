@@ -12,7 +12,7 @@ import { tmpDir } from '../support/tmp.js';
 /**
  * Repacking (design.md rule 9): every group commit lands as one small pack; the
  * server folds them together with C git (`repack -d --geometric=2`) once
- * `autoRepackObjects` objects were written or 50 packs piled up, alone in the
+ * `autoRepackObjects` objects were written or 200 packs piled up, alone in the
  * write queue, while reads go on. Under 8 writers and 8 readers no request
  * fails, no acknowledged write is lost, and the repository stays sound.
  * `knowledge-store gc` repacks beside a running server; `gc --full` waits for
@@ -33,8 +33,8 @@ const SEEDS = 10;
 const READ_PAUSE_MS = 10;
 /** Writes before the run, each its own commit and its own pack. */
 const PREMADE_PACKS = 14;
-/** git's gc.autoPackLimit, which the server's own limit follows: packs never pile up to it. */
-const PACK_LIMIT = 50;
+/** The server's own pack limit (AUTO_REPACK_PACKS): with the object threshold here, packs never pile up to it. */
+const PACK_LIMIT = 200;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface Counts {
