@@ -62,14 +62,7 @@ export interface CommitLoopResult {
 export async function runGitPlumbing(args: { gitdir: string; items: number; durationS: number; pinning: Pinning }): Promise<CommitLoopResult> {
   const before = await commitCount(args.gitdir);
   const { cmd, args: argv } = onServerCpu(args.pinning, 'bash', ['-c', SCRIPT, 'plumbing', args.gitdir, String(args.items), String(Math.round(args.durationS))]);
-  const out = await new Promise<string>((resolve, reject) => {
-    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`git plumbing loop failed (exit ${code}): ${stderr.slice(0, 2000)}`))));
-  });
+  const out = await output(cmd, argv, 'git plumbing loop');
   const m = /^(\d+) (\d+)$/m.exec(out.trim());
   if (!m) throw new Error(`git plumbing loop printed ${JSON.stringify(out)}`);
   const commits = Number(m[1]);
@@ -82,15 +75,20 @@ export async function runGitPlumbing(args: { gitdir: string; items: number; dura
 export async function runNaiveIsomorphicGit(args: { dir: string; files: number; durationS: number; pinning: Pinning }): Promise<CommitLoopResult> {
   const script = new URL('./naiveIsomorphicGitLoop.ts', import.meta.url).pathname;
   const { cmd, args: argv } = onServerCpu(args.pinning, process.execPath, ['--import', 'tsx', script, args.dir, String(args.files), String(args.durationS)]);
-  const out = await new Promise<string>((resolve, reject) => {
+  const out = await output(cmd, argv, 'isomorphic-git loop');
+  const { commits, seconds } = JSON.parse(out.trim().split('\n').pop() as string) as { commits: number; seconds: number };
+  const counted = Number((await git(['rev-list', '--count', 'main'], { cwd: args.dir })).trim()) - 1;
+  return { commits, seconds, commitsPerSecond: commits / seconds, counted };
+}
+
+/** Runs a command to completion and returns its stdout; rejects with its stderr on a non-zero exit. */
+function output(cmd: string, argv: string[], what: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
     const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`isomorphic-git loop failed (exit ${code}): ${stderr.slice(0, 2000)}`))));
+    child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`${what} failed (exit ${code}): ${stderr.slice(0, 2000)}`))));
   });
-  const { commits, seconds } = JSON.parse(out.trim().split('\n').pop() as string) as { commits: number; seconds: number };
-  const counted = Number((await git(['rev-list', '--count', 'main'], { cwd: args.dir })).trim()) - 1;
-  return { commits, seconds, commitsPerSecond: commits / seconds, counted };
 }
