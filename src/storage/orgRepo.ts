@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import git from 'isomorphic-git';
 import type { Logger } from '../log.js';
 import { buildCommit, type WriteIntent } from './commitBuilder.js';
@@ -13,6 +12,7 @@ import { compareAndSwapRef, readRef } from './refs.js';
 import { TreeEditor } from './treeEditor.js';
 import { diffTreeFiles, listTreeFiles } from './treeWalk.js';
 import { IndexSnapshotFile, type IndexSnapshot } from './indexSnapshot.js';
+import { blobObject } from './objectFormat.js';
 import { countObjects, repack, type RepackReport } from './gitService.js';
 
 export type { FolderRuleIntent, ItemIntent, WriteIntent } from './commitBuilder.js';
@@ -80,10 +80,6 @@ const READ_RETRY_MS = [0, 10, 50, 200];
  * index), which at 50 packs took a third of the server's core under one writer.
  */
 const AUTO_REPACK_PACKS = 200;
-
-export function hashBlob(content: Uint8Array): string {
-  return createHash('sha1').update(`blob ${content.byteLength}\0`).update(content).digest('hex');
-}
 
 /**
  * One organization's bare repository (design.md, storage rules 1–6).
@@ -359,7 +355,7 @@ export class OrgRepo {
       get: (path) => overlay.get(path),
       hasEntriesUnder: (folder) => overlay.hasEntriesUnder(folder),
       folderRule: (folder) => overlay.folderRule(folder),
-      contentMatches: (entry, content) => hashBlob(Buffer.from(content, 'utf8')) === entry.blobOid,
+      contentMatches: (entry, content) => blobObject(Buffer.from(content, 'utf8')).oid === entry.blobOid,
     };
     const parent = previous ? previous.head : this.head;
     const built: BuiltBatch = { outcomes: [], overlay, stager: new ObjectStager(), written: new Map(), published: [], parent, head: parent, root: previous ? previous.root : this.rootTree };

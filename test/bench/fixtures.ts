@@ -26,6 +26,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { formatCommitMessage, type ItemAction } from '../../src/storage/commitMessage.js';
 import { serializeRecord, LAYOUT, type ItemRecord } from '../../src/storage/itemRecord.js';
 import { CLI, ROOT, runCli } from '../support/child.js';
+import { textRecord } from '../support/records.js';
 import { commitCount, git } from '../support/git.js';
 import { loadSettings, progress } from './settings.js';
 
@@ -202,23 +203,8 @@ function* commitStream(args: { base: string; items: number; hotVersions: number;
     );
     first = false;
   };
-  const record = (i: number, path: string, created: number, updated: number): ItemRecord => ({
-    id: uuidOf(`${FORMAT_VERSION}:${path}:${i}`),
-    path,
-    itemType: 'text',
-    fileKey: null,
-    fileName: null,
-    contentType: null,
-    fileSize: null,
-    requiredReadPermission: 'inherit',
-    requiredWritePermission: 'inherit',
-    createdAt: iso(created),
-    createdBy: args.keyId,
-    updatedAt: iso(updated),
-    updatedBy: args.keyId,
-    deletedAt: null,
-    deletedBy: null,
-  });
+  const record = (i: number, path: string, created: number, updated: number): ItemRecord =>
+    textRecord(path, { id: uuidOf(`${FORMAT_VERSION}:${path}:${i}`), createdAt: iso(created), createdBy: args.keyId, updatedAt: iso(updated), updatedBy: args.keyId });
   for (let i = 0; i < args.items; i++) {
     const at = EPOCH_S + i + 1;
     const path = itemPath(i);

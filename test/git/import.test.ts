@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { runCli } from '../support/child.js';
 import { commitCount, fsckStrict, git } from '../support/git.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
+import { textRecord } from '../support/records.js';
 import { tmpDir } from '../support/tmp.js';
 import { del, itemsOf, list, put, type Item } from '../http/helpers.js';
 import { cloneUrl, gitOk, runGit } from './support.js';
@@ -334,28 +335,7 @@ describe('org import: restore an organization from a clone (contract §1, §5)',
       const WHEN = '2024-05-01T10:00:00.000Z';
 
       const record = (path: string, overrides: Record<string, unknown> = {}): string =>
-        `${JSON.stringify(
-          {
-            id: randomUUID(),
-            path,
-            itemType: 'text',
-            fileKey: null,
-            fileName: null,
-            contentType: null,
-            fileSize: null,
-            requiredReadPermission: 'inherit',
-            requiredWritePermission: 'inherit',
-            createdAt: WHEN,
-            createdBy: 'key-1',
-            updatedAt: WHEN,
-            updatedBy: 'key-1',
-            deletedAt: null,
-            deletedBy: null,
-            ...overrides,
-          },
-          null,
-          2,
-        )}\n`;
+        `${JSON.stringify({ ...textRecord(path, { createdAt: WHEN, createdBy: 'key-1', updatedAt: WHEN, updatedBy: 'key-1' }), ...overrides }, null, 2)}\n`;
 
       type Entry = { mode: '100644' | '040000'; type: 'blob' | 'tree'; oid: string };
       interface Spec {

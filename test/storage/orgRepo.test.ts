@@ -6,7 +6,8 @@ import { parseTrailers } from '../../src/storage/commitMessage.js';
 import type { FsPromises } from '../../src/storage/fs.js';
 import type { IndexEntry } from '../../src/storage/itemIndex.js';
 import { LAYOUT, serializeRecord } from '../../src/storage/itemRecord.js';
-import { hashBlob, OrgRepo, type WriteResult } from '../../src/storage/orgRepo.js';
+import { blobObject } from '../../src/storage/objectFormat.js';
+import { OrgRepo, type WriteResult } from '../../src/storage/orgRepo.js';
 import { OrgStore } from '../../src/storage/orgStore.js';
 import { readRef } from '../../src/storage/refs.js';
 import { gitOrder, lookup, readObject, readRawTree } from '../support/gitObjects.js';
@@ -84,7 +85,7 @@ describe('storage/orgRepo (memfs)', () => {
       expect((await lookup(fs, GITDIR, tree, '.knowledge/items/docs/guide.md'))?.oid).to.equal(entry.recordOid);
       expect((await readObject(fs, GITDIR, entry.blobOid)).body.toString('utf8')).to.equal('# Guide\n');
       expect((await readObject(fs, GITDIR, entry.recordOid)).body.toString('utf8')).to.equal(serializeRecord(entry.record));
-      expect(entry.blobOid).to.equal(hashBlob(Buffer.from('# Guide\n')));
+      expect(entry.blobOid).to.equal(blobObject(Buffer.from('# Guide\n')).oid);
       expect(repo.get('docs/guide.md')).to.deep.equal(entry);
       expect(await repo.readContent(entry)).to.equal('# Guide\n');
     });
@@ -126,7 +127,7 @@ describe('storage/orgRepo (memfs)', () => {
       await repo.write((v) => moveIntent(v, 'docs/only.md', 'trash'));
       let root = await headTree();
       expect((await readRawTree(fs, GITDIR, root)).map((e) => e.name)).to.deep.equal(['.knowledge', '.trash', 'keep.md']);
-      expect((await lookup(fs, GITDIR, root, '.trash/docs/only.md'))?.oid).to.equal(hashBlob(Buffer.from('only')));
+      expect((await lookup(fs, GITDIR, root, '.trash/docs/only.md'))?.oid).to.equal(blobObject(Buffer.from('only')).oid);
       expect(await lookup(fs, GITDIR, root, '.knowledge/items/docs/only.md')).not.to.equal(undefined);
       expect(repo.get('docs/only.md')?.record.deletedAt).to.equal('2024-03-02T00:00:00.000Z');
       expect((await lookup(fs, GITDIR, root, 'keep.md'))?.oid).to.equal(keepTree?.oid);
@@ -217,7 +218,7 @@ describe('storage/orgRepo (memfs)', () => {
       expect(repo.headCommit).to.equal(chain[3]);
       expect(await commitCount()).to.equal(5);
       expect(await repo.readContent(repo.get('docs/one.md') as IndexEntry)).to.equal('1, updated');
-      expect(repo.get('docs/three.md')?.blobOid).to.equal(hashBlob(Buffer.from('3')));
+      expect(repo.get('docs/three.md')?.blobOid).to.equal(blobObject(Buffer.from('3')).oid);
       expect(r4.entry?.record.id).to.equal(r1.entry?.record.id);
       const { commit: last } = await git.readCommit({ fs: { promises: fs }, gitdir: GITDIR, oid: chain[3] as string });
       expect(parseTrailers(last.message)?.action).to.equal('update');
