@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { promises as nodeFs } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -396,6 +396,25 @@ describe('cli (knowledge-store as a child process)', function () {
       const run = await cli(['verify', '--data-dir', dir]);
       expect(run.code).to.not.equal(0);
       expect(run.stdout).to.include('record names path "docs/elsewhere.md"');
+    });
+    it('exits non-zero when an item sits at a path a Windows clone cannot hold (added with C git)', async () => {
+      const env = { GIT_INDEX_FILE: join(dir, 'scratch-index') };
+      const old = (await gitWithEnv(['rev-parse', 'main'], gitdir, env)).trim();
+      const record = JSON.parse(await git(['cat-file', '-p', 'main:.knowledge/items/docs/a.md'], { gitdir })) as Record<string, unknown>;
+      const recordFile = join(dir, 'record.json');
+      await nodeFs.writeFile(recordFile, `${JSON.stringify({ ...record, id: randomUUID(), path: 'aux/con.md' }, null, 2)}\n`);
+      await gitWithEnv(['read-tree', 'main'], gitdir, env);
+      const recordBlob = (await gitWithEnv(['hash-object', '-w', recordFile], gitdir, env)).trim();
+      const contentBlob = (await gitWithEnv(['rev-parse', 'main:docs/a.md'], gitdir, env)).trim();
+      await gitWithEnv(['update-index', '--add', '--cacheinfo', `100644,${recordBlob},.knowledge/items/aux/con.md`], gitdir, env);
+      await gitWithEnv(['update-index', '--add', '--cacheinfo', `100644,${contentBlob},aux/con.md`], gitdir, env);
+      const tree = (await gitWithEnv(['write-tree'], gitdir, env)).trim();
+      const commit = (await gitWithEnv(['commit-tree', tree, '-p', old, '-m', 'Device name'], gitdir, env)).trim();
+      await gitWithEnv(['update-ref', 'refs/heads/main', commit, old], gitdir, env);
+
+      const run = await cli(['verify', '--data-dir', dir]);
+      expect(run.code).to.not.equal(0);
+      expect(run.stdout).to.include('aux/con.md: Invalid path: no segment may be a Windows device name');
     });
   });
 

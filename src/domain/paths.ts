@@ -11,6 +11,27 @@ export const MAX_DIRECTORY_DEPTH = 5;
 const ALLOWED = /^[a-z0-9\-_/.]*$/;
 const EXTENSION = /\.[a-z0-9]+$/;
 
+/**
+ * Names Windows reserves for devices, whatever follows the first "." (`con.md`, `nul.tar.gz`
+ * and the folder `aux/` all name the device): a clone on Windows cannot create them, and git
+ * for Windows refuses to check them out. COM0 and LPT0 are reserved as well on current Windows.
+ */
+const WINDOWS_DEVICE = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])$/;
+
+/**
+ * The rules for one segment beyond the character set and the leading ".", shared by item paths
+ * and folders: each protects a backup cloned somewhere other than Linux.
+ * - A trailing "." is stripped by Windows (`a./x.md` and `a/x.md` would be one folder there).
+ * - A device name cannot be a file or a folder on Windows.
+ * - A leading "-" is read as an option by the shell tools an admin points at a clone (`rm -rf.md`).
+ */
+function segmentRule(segment: string): string | undefined {
+  if (segment.endsWith('.')) return 'no segment may end with "."';
+  if (segment.startsWith('-')) return 'no segment may start with "-"';
+  if (WINDOWS_DEVICE.test(segment.split('.')[0] ?? '')) return 'no segment may be a Windows device name (con, prn, aux, nul, com0-com9, lpt0-lpt9)';
+  return undefined;
+}
+
 export function validatePath(path: string): string {
   const fail = (rule: string): never => {
     throw new InvalidPath({ path, rule });
@@ -24,6 +45,10 @@ export function validatePath(path: string): string {
   if (segments.some((s) => s === '.' || s === '..')) fail('must not contain "." or ".." segments');
   if (segments.some((s) => s.startsWith('.'))) fail('no segment may start with "."');
   if (!EXTENSION.test(segments[segments.length - 1] ?? '')) fail('must end with a file extension');
+  for (const segment of segments) {
+    const rule = segmentRule(segment);
+    if (rule) fail(rule);
+  }
   if (segments.length - 1 > MAX_DIRECTORY_DEPTH) fail(`at most ${MAX_DIRECTORY_DEPTH} directory levels`);
   return path;
 }
@@ -42,6 +67,10 @@ export function validateFolderPrefix(prefix: string): string {
   if (!ALLOWED.test(folder)) fail('only lowercase letters, digits, "-", "_", "/" and "." are allowed');
   const segments = folder.split('/');
   if (segments.some((s) => s === '' || s.startsWith('.'))) fail('no segment may be empty or start with "."');
+  for (const segment of segments) {
+    const rule = segmentRule(segment);
+    if (rule) fail(rule);
+  }
   if (segments.length > MAX_DIRECTORY_DEPTH) fail(`at most ${MAX_DIRECTORY_DEPTH} directory levels`);
   return prefix;
 }

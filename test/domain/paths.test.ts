@@ -14,6 +14,9 @@ function refusal(fn: () => unknown): InvalidPath {
   expect.fail('expected an InvalidPath error');
 }
 
+const TRAILING_DOT = 'Invalid path: no segment may end with "."';
+const DEVICE = 'Invalid path: no segment may be a Windows device name (con, prn, aux, nul, com0-com9, lpt0-lpt9)';
+const DASH = 'Invalid path: no segment may start with "-"';
 const CHARSET = 'Invalid path: only lowercase letters, digits, "-", "_", "/" and "." are allowed';
 
 describe('domain/paths', () => {
@@ -49,6 +52,22 @@ describe('domain/paths', () => {
       ['an extension with "_"', 'docs/guide.m_d', 'Invalid path: must end with a file extension'],
       ['an extension only on a folder', 'docs.md/guide', 'Invalid path: must end with a file extension'],
       ['6 directory levels', 'a/b/c/d/e/f/g.md', 'Invalid path: at most 5 directory levels'],
+      // Backups cloned onto Windows or macOS, and the shell tools an admin points at a clone (issue 11).
+      ['a folder ending in "." (Windows strips it)', 'a./x.md', TRAILING_DOT],
+      ['a deeper folder ending in "."', 'docs/v1./x.md', TRAILING_DOT],
+      ['a folder ending in ".."', 'a../x.md', TRAILING_DOT],
+      ['a file named after a device', 'con.md', DEVICE],
+      ['a device name with two extensions', 'nul.tar.gz', DEVICE],
+      ['a device name as a folder', 'aux/x.md', DEVICE],
+      ['a device name as a folder with a dot', 'prn.d/x.md', DEVICE],
+      ['com1', 'docs/com1.txt', DEVICE],
+      ['com9', 'com9.md', DEVICE],
+      ['com0', 'com0.md', DEVICE],
+      ['lpt1', 'lpt1/x.md', DEVICE],
+      ['lpt9', 'a/b/lpt9.json', DEVICE],
+      ['a segment starting with "-"', '-rf.md', DASH],
+      ['a folder starting with "-"', 'docs/--force/x.md', DASH],
+      ['a segment of dashes', '-/-.md', DASH],
     ];
     for (const [label, path, message] of cases) {
       it(`${label}: ${JSON.stringify(path.length > 40 ? `${path.slice(0, 37)}...` : path)}`, () => {
@@ -72,7 +91,10 @@ describe('domain/paths', () => {
       ['digits, "-" and "_"', 'v2_notes/2024-01-01.txt'],
       ['a one-character extension', 'x.c'],
       ['a digit-only extension', 'log.1'],
-      ['a segment of dashes', '-/-.md'],
+      ['"-" inside a segment', 'a-/b-c.md'],
+      ['a device name inside a longer segment', 'console/auxiliary.md'],
+      ['com and lpt without a digit, or with two', 'com/lpt10.md'],
+      ['a dot before the extension only', 'a.b.c/d.md'],
     ];
     for (const [label, path] of valid) {
       it(`${label}`, () => {
@@ -104,6 +126,10 @@ describe('domain/paths', () => {
       ['the trash', '.trash/', 'Invalid path: no segment may be empty or start with "."'],
       ['a ".." segment', 'docs/../', 'Invalid path: no segment may be empty or start with "."'],
       ['6 levels', 'a/b/c/d/e/f/', 'Invalid path: at most 5 directory levels'],
+      ['a folder ending in "."', 'docs./', TRAILING_DOT],
+      ['a device name', 'docs/con/', DEVICE],
+      ['a device name with a dot', 'lpt3.x/', DEVICE],
+      ['a folder starting with "-"', '-docs/', DASH],
     ];
     for (const [label, prefix, message] of cases) {
       it(`refuses ${label}`, () => {

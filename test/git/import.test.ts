@@ -427,6 +427,19 @@ describe('org import: restore an organization from a clone (contract §1, §5)',
         await refused('upper', gitdir, /Docs\/A\.md: Invalid path/);
       });
 
+      // Paths that break a clone on Windows or macOS, or a shell tool pointed at it (issue 11).
+      for (const [n, [label, path, rule]] of ([
+        ['a folder ending in "."', 'a./x.md', /a\.\/x\.md: Invalid path: no segment may end with "\."/],
+        ['a Windows device name', 'aux/con.md', /aux\/con\.md: Invalid path: no segment may be a Windows device name/],
+        ['a device name with two extensions', 'nul.tar.gz', /nul\.tar\.gz: Invalid path: no segment may be a Windows device name/],
+        ['a leading "-"', '-rf.md', /-rf\.md: Invalid path: no segment may start with "-"/],
+      ] as const).entries()) {
+        it(`an item path with ${label}: ${path}`, async () => {
+          const gitdir = await craft({ files: { '.knowledge/config.json': CONFIG, [path]: 'x\n', [`.knowledge/items/${path}`]: record(path) } });
+          await refused(`hostile-${n}`, gitdir, rule);
+        });
+      }
+
       it('a record whose content blob is missing from the repository', async () => {
         const missing = (await gitOk(['hash-object', '--stdin'], { input: `never written ${randomUUID()}\n` })).trim();
         const gitdir = await craft({
