@@ -9,7 +9,7 @@ import { LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord 
 import { Lru } from './lru.js';
 import { ObjectStager, type TreeEntry } from './objectStager.js';
 import { compareAndSwapRef, readRef } from './refs.js';
-import { TreeEditor } from './treeEditor.js';
+import { EMPTY_TREE, TreeEditor } from './treeEditor.js';
 import { diffTreeFiles, listTreeFiles } from './treeWalk.js';
 import { IndexSnapshotFile, type IndexSnapshot } from './indexSnapshot.js';
 import { blobObject } from './objectFormat.js';
@@ -256,12 +256,33 @@ export class OrgRepo {
 
   /** The item at `path` as it was in commit `commitId` (live or in the trash then), or null if there was none. */
   async readAt(commitId: string, path: string): Promise<ItemAtCommit | null> {
-    const tree = this.commitTrees.get(commitId) ?? (await this.commitFacts(commitId)).tree;
+    const tree = await this.treeOf(commitId);
     const recordOid = await this.lookup(tree, LAYOUT.recordPath(path));
     if (!recordOid) return null;
     const record = parseRecord(await this.readBlobText(recordOid), `${this.orgId}@${commitId}:${path}`);
     const blobOid = await this.lookup(tree, record.deletedAt ? LAYOUT.trashPath(path) : path);
     return blobOid ? { record, blobOid } : null;
+  }
+
+  /** The rule of `folder` as it was in commit `commitId`, or undefined when it had none. */
+  async folderRuleAt(commitId: string, folder: string): Promise<FolderRule | undefined> {
+    const oid = await this.lookup(await this.treeOf(commitId), LAYOUT.folderRulePath(folder));
+    return oid ? parseFolderRule(await this.readBlobText(oid), `${this.orgId}@${commitId}:${folder}`) : undefined;
+  }
+
+  /** The folders whose rule commit `commitId` set, changed or removed (a diff with its parent: reads only what changed). */
+  async foldersChangedBy(commitId: string, parent: string | null): Promise<string[]> {
+    const rulePrefix = `${LAYOUT.foldersRoot}/`;
+    const changed = await diffTreeFiles({
+      from: parent === null ? EMPTY_TREE : await this.treeOf(parent),
+      to: await this.treeOf(commitId),
+      readTree: (oid) => this.trees.entries(oid),
+    });
+    return [...changed].filter((f) => f.startsWith(rulePrefix) && f.endsWith(RULE_FILE)).map((f) => f.slice(rulePrefix.length, -RULE_FILE.length));
+  }
+
+  private async treeOf(commitId: string): Promise<string> {
+    return this.commitTrees.get(commitId) ?? (await this.commitFacts(commitId)).tree;
   }
 
   private async lookup(tree: string, path: string): Promise<string | undefined> {

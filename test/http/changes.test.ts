@@ -229,6 +229,76 @@ describe('HTTP change feed: GET /changes?since=<commit> (contract §4)', functio
     expect(pairs((await feed(server, admin, at)).changes)).to.deep.equal([['ch/secret.md', 'deleted']]);
   });
 
+  describe('what a role sees changes without an item commit (issue 11)', () => {
+    const rule = (folder: string, body: Record<string, string>): Promise<ApiResponse> =>
+      ok(api(urlOf(server, `/folders/${folder}`), { method: 'PUT', key: admin, body }));
+
+    it('a folder rule that hides items: "deleted" for the roles it hides them from, at the rule\'s commit; nothing for admin', async () => {
+      await ok(put(server, writer, 'fr/a.md', { content: 'a' }));
+      await ok(put(server, writer, 'fr/sub/b.md', { content: 'b' }));
+      await ok(put(server, writer, 'fr-other/c.md', { content: 'c' }));
+      const at = await head(server);
+      const ids = { a: itemOf(await ok(api(urlOf(server, '/items/fr/a.md'), { key: reader }))).id };
+      await rule('fr', { requiredReadPermission: 'knowledge:admin' });
+      const ruleCommit = await head(server);
+      for (const key of [reader, writer]) {
+        const data = await feed(server, key, at);
+        expect(pairs(data.changes)).to.deep.equal([
+          ['fr/a.md', 'deleted'],
+          ['fr/sub/b.md', 'deleted'],
+        ]);
+        expect(data.changes[0]?.id).to.equal(ids.a);
+        expect(data.changes.map((c) => c.commitId)).to.deep.equal([ruleCommit, ruleCommit]);
+      }
+      expect((await feed(server, admin, at)).changes).to.deep.equal([]);
+
+      // Lifted again: from the hidden state, the items come back as "created"; from before both, nothing happened.
+      await rule('fr', { requiredReadPermission: 'inherit' });
+      expect(pairs((await feed(server, reader, ruleCommit)).changes)).to.deep.equal([
+        ['fr/a.md', 'created'],
+        ['fr/sub/b.md', 'created'],
+      ]);
+      expect((await feed(server, reader, at)).changes).to.deep.equal([]);
+    });
+
+    it('a nested rule: each item is reported once, under the nearest rule that changed', async () => {
+      await ok(put(server, writer, 'nr/x/y.md', { content: 'y' }));
+      const at = await head(server);
+      await rule('nr', { requiredReadPermission: 'knowledge:admin' });
+      await rule('nr/x', { requiredReadPermission: 'knowledge:read' });
+      // The nearer rule lets the reader read nr/x/y.md all along: no change.
+      expect((await feed(server, reader, at)).changes).to.deep.equal([]);
+      await rule('nr/x', { requiredReadPermission: 'inherit' });
+      const hiding = await head(server);
+      const data = await feed(server, reader, at);
+      expect(pairs(data.changes)).to.deep.equal([['nr/x/y.md', 'deleted']]);
+      expect(data.changes[0]?.commitId).to.equal(hiding);
+    });
+
+    it('an item whose own read permission is raised: "deleted" for the reader; lowered again: "created"', async () => {
+      await ok(put(server, writer, 'perm/p.md', { content: 'p' }));
+      const at = await head(server);
+      await ok(put(server, admin, 'perm/p.md', { content: 'p', requiredReadPermission: 'knowledge:admin' }));
+      const raised = await head(server);
+      expect(pairs((await feed(server, reader, at)).changes)).to.deep.equal([['perm/p.md', 'deleted']]);
+      expect(pairs((await feed(server, admin, at)).changes)).to.deep.equal([['perm/p.md', 'updated']]);
+      await ok(put(server, admin, 'perm/p.md', { content: 'p2', requiredReadPermission: 'inherit' }));
+      expect(pairs((await feed(server, reader, raised)).changes)).to.deep.equal([['perm/p.md', 'created']]);
+      expect(pairs((await feed(server, reader, at)).changes)).to.deep.equal([['perm/p.md', 'updated']]);
+    });
+
+    it('an item hidden by a rule at `since`, edited while hidden, then revealed: "created" for the reader', async () => {
+      await rule('hid', { requiredReadPermission: 'knowledge:admin' });
+      await ok(put(server, admin, 'hid/h.md', { content: 'h1' }));
+      const at = await head(server);
+      await ok(put(server, admin, 'hid/h.md', { content: 'h2' }));
+      expect((await feed(server, reader, at)).changes).to.deep.equal([]);
+      await rule('hid', { requiredReadPermission: 'inherit' });
+      expect(pairs((await feed(server, reader, at)).changes)).to.deep.equal([['hid/h.md', 'created']]);
+      expect(pairs((await feed(server, admin, at)).changes)).to.deep.equal([['hid/h.md', 'updated']]);
+    });
+  });
+
   it('git fsck --strict is clean on both organizations', async () => {
     await fsckStrict(server.gitdir());
     await fsckStrict(server.gitdir('other'));
