@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { versionTag, type IndexEntry } from '../storage/itemIndex.js';
 import type { ItemRecord } from '../storage/itemRecord.js';
 import type { OrgRepo, RepoView, WriteIntent } from '../storage/orgRepo.js';
-import { readable, requireRole, requirement } from './access.js';
+import { canSee, readable, requireRole, requirement } from './access.js';
 import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemNotFound, PathConflict, PreconditionFailed } from './errors.js';
 import type { Actor } from './keys.js';
 import { ancestorFolders, validateFolderPrefix, validatePath } from './paths.js';
@@ -178,6 +178,10 @@ export async function putItem(input: PutItemInput): Promise<{ item: ItemView; cr
       created = true;
       return intent({ mutation: 'put', path, record, content, action: 'create', summary: message ?? `Create ${path}`, author, when });
     }
+    // An item the role may not read, live or in the trash, is absent for it: the answer says only
+    // that the path is taken (the one thing a store cannot hide from a role that tries to create
+    // there), never whether the item is live or deleted, nor the permission it needs.
+    if (!canSee(actor, current.record, v)) throw pathTaken(path);
     if (current.record.deletedAt !== null) throw new ItemInTrash({ path });
     // Changing an item needs its write requirement, and seeing it first: a role never overwrites what it cannot read.
     const needed = highest(requirement(current.record, 'read', v), requirement(current.record, 'write', v));
@@ -238,6 +242,11 @@ export function authorOf(actor: Actor): { name: string; email: string } {
 
 function matches(condition: TagCondition, tag: string): boolean {
   return condition === '*' || condition.includes(tag);
+}
+
+/** The answer to a role that would create where an item it may not read already is. */
+export function pathTaken(path: string): PathConflict {
+  return new PathConflict({ path, conflictsWith: path, reason: `Path conflict: "${path}" is taken` });
 }
 
 /** An item cannot sit where a folder is, nor under an item (git has one entry per name). */

@@ -160,6 +160,8 @@ function modelPut(m: Model, op: PutOp): Expected {
     m.commits++;
     return { status: 200, item: { path: op.path, model: item, changed: 'created' } };
   }
+  // An item the role may not read, live or trashed, only makes the path taken (issue 11: no existence leak).
+  if (!can(op.role, resolve(m, op.path, current.read, 'read'))) return { status: 409, error: `Path conflict: "${op.path}" is taken` };
   if (current.state === 'trashed') return { status: 409, error: MSG.inTrash };
   const needed = highest(resolve(m, op.path, current.read, 'read'), resolve(m, op.path, current.write, 'write'));
   if (!can(op.role, needed)) return forbidden(needed);
