@@ -285,11 +285,13 @@ export class OrgRepo {
     return this.commitTrees.get(commitId) ?? (await this.commitFacts(commitId)).tree;
   }
 
+  /** The blob at `path` in `tree`, or undefined: a file where a folder of the path should be ends the walk, as a missing entry does. */
   private async lookup(tree: string, path: string): Promise<string | undefined> {
+    const parts = path.split('/');
     let oid = tree;
-    for (const part of path.split('/')) {
+    for (const [i, part] of parts.entries()) {
       const entry: TreeEntry | undefined = (await this.trees.entries(oid)).find((e) => e.path === part);
-      if (!entry) return undefined;
+      if (!entry || entry.type !== (i === parts.length - 1 ? 'blob' : 'tree')) return undefined;
       oid = entry.oid;
     }
     return oid;

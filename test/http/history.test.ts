@@ -249,6 +249,14 @@ describe('HTTP history: GET /history/{path}, ?version, ?ref, /diff, /rollback (c
       expectError(await getAt(server, reader, 'hist/doc.md', `ref=${doc[3]}`), 404, MSG4.notFound);
     });
 
+    it('404, not 500, for a path under what was a file at that commit (hist/doc.md/x.md)', async () => {
+      const now = await head(server);
+      for (const key of [reader, admin.secret]) {
+        expectError(await getAt(server, key, 'hist/doc.md/x.md', `ref=${now}`), 404, MSG4.notFound);
+        expectError(await getAt(server, key, 'hist/doc.md/x.md', `ref=${doc[0]}`), 404, MSG4.notFound);
+      }
+    });
+
     it('a ref that is not a commit of this organization: 400', async () => {
       const theirs = await head(server, 'other');
       for (const ref of [theirs, '0'.repeat(40), 'abc', (doc[0] as string).slice(0, 7), 'main', 'HEAD']) {
