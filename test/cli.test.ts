@@ -381,36 +381,22 @@ describe('cli (knowledge-store as a child process)', function () {
 
     it('exits non-zero when a record names another path', async () => {
       const index = join(dir, 'scratch-index');
-      const env = { GIT_INDEX_FILE: index };
-      const old = (await gitWithEnv(['rev-parse', 'main'], gitdir, env)).trim();
       const record = JSON.parse(await git(['cat-file', '-p', 'main:.knowledge/items/docs/a.md'], { gitdir })) as Record<string, unknown>;
-      const file = join(dir, 'record.json');
-      await nodeFs.writeFile(file, `${JSON.stringify({ ...record, path: 'docs/elsewhere.md' }, null, 2)}\n`);
-      await gitWithEnv(['read-tree', 'main'], gitdir, env);
-      const blob = (await gitWithEnv(['hash-object', '-w', file], gitdir, env)).trim();
-      await gitWithEnv(['update-index', '--cacheinfo', `100644,${blob},.knowledge/items/docs/a.md`], gitdir, env);
-      const tree = (await gitWithEnv(['write-tree'], gitdir, env)).trim();
-      const commit = (await gitWithEnv(['commit-tree', tree, '-p', old, '-m', 'Bad record'], gitdir, env)).trim();
-      await gitWithEnv(['update-ref', 'refs/heads/main', commit, old], gitdir, env);
+      await commitBehindTheStore(gitdir, index, 'Bad record', {
+        '.knowledge/items/docs/a.md': `${JSON.stringify({ ...record, path: 'docs/elsewhere.md' }, null, 2)}\n`,
+      });
 
       const run = await cli(['verify', '--data-dir', dir]);
       expect(run.code).to.not.equal(0);
       expect(run.stdout).to.include('record names path "docs/elsewhere.md"');
     });
+
     it('exits non-zero when an item sits at a path a Windows clone cannot hold (added with C git)', async () => {
-      const env = { GIT_INDEX_FILE: join(dir, 'scratch-index') };
-      const old = (await gitWithEnv(['rev-parse', 'main'], gitdir, env)).trim();
       const record = JSON.parse(await git(['cat-file', '-p', 'main:.knowledge/items/docs/a.md'], { gitdir })) as Record<string, unknown>;
-      const recordFile = join(dir, 'record.json');
-      await nodeFs.writeFile(recordFile, `${JSON.stringify({ ...record, id: randomUUID(), path: 'aux/con.md' }, null, 2)}\n`);
-      await gitWithEnv(['read-tree', 'main'], gitdir, env);
-      const recordBlob = (await gitWithEnv(['hash-object', '-w', recordFile], gitdir, env)).trim();
-      const contentBlob = (await gitWithEnv(['rev-parse', 'main:docs/a.md'], gitdir, env)).trim();
-      await gitWithEnv(['update-index', '--add', '--cacheinfo', `100644,${recordBlob},.knowledge/items/aux/con.md`], gitdir, env);
-      await gitWithEnv(['update-index', '--add', '--cacheinfo', `100644,${contentBlob},aux/con.md`], gitdir, env);
-      const tree = (await gitWithEnv(['write-tree'], gitdir, env)).trim();
-      const commit = (await gitWithEnv(['commit-tree', tree, '-p', old, '-m', 'Device name'], gitdir, env)).trim();
-      await gitWithEnv(['update-ref', 'refs/heads/main', commit, old], gitdir, env);
+      await commitBehindTheStore(gitdir, join(dir, 'scratch-index'), 'Device name', {
+        '.knowledge/items/aux/con.md': `${JSON.stringify({ ...record, id: randomUUID(), path: 'aux/con.md' }, null, 2)}\n`,
+        'aux/con.md': 'alpha\n',
+      });
 
       const run = await cli(['verify', '--data-dir', dir]);
       expect(run.code).to.not.equal(0);
@@ -433,6 +419,21 @@ describe('cli (knowledge-store as a child process)', function () {
     });
   });
 });
+
+/** A commit on main made with C git plumbing, as an admin might behind the store's back: `files` (path -> text) added or replaced. */
+async function commitBehindTheStore(gitdir: string, indexFile: string, message: string, files: Record<string, string>): Promise<void> {
+  const env = { GIT_INDEX_FILE: indexFile };
+  const old = (await gitWithEnv(['rev-parse', 'main'], gitdir, env)).trim();
+  await gitWithEnv(['read-tree', 'main'], gitdir, env);
+  for (const [path, text] of Object.entries(files)) {
+    await nodeFs.writeFile(`${indexFile}.blob`, text);
+    const blob = (await gitWithEnv(['hash-object', '-w', `${indexFile}.blob`], gitdir, env)).trim();
+    await gitWithEnv(['update-index', '--add', '--cacheinfo', `100644,${blob},${path}`], gitdir, env);
+  }
+  const tree = (await gitWithEnv(['write-tree'], gitdir, env)).trim();
+  const commit = (await gitWithEnv(['commit-tree', tree, '-p', old, '-m', message], gitdir, env)).trim();
+  await gitWithEnv(['update-ref', 'refs/heads/main', commit, old], gitdir, env);
+}
 
 /** C git with extra environment (an index file for plumbing on a bare repository). */
 function gitWithEnv(args: string[], gitdir: string, env: Record<string, string>): Promise<string> {
