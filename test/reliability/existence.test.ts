@@ -192,6 +192,15 @@ describe('Reliability: existence leaks — a hidden item is an unknown one, exce
       counts.compared++;
       expect(await pages(a, role, query), `${role}: pages of ${query}`).to.deep.equal(await pages(b, role, query));
     }
+    // Clones are for admins: the role is refused alike, with its key as the Basic password.
+    const clone = async (s: Store): Promise<unknown> => {
+      const res = await fetch(`${server.url}/git/${s.orgId}.git/info/refs?service=git-upload-pack`, {
+        headers: { Authorization: `Basic ${Buffer.from(`x:${s.keys[role]}`).toString('base64')}` },
+      });
+      return { status: res.status, body: (await res.text()).replaceAll(s.orgId, '<org>') };
+    };
+    counts.compared++;
+    expect(await clone(a), `${role}: clone`).to.deep.equal(await clone(b));
     // The change feed from each store's current head: empty in both, nothing to tell the stores apart.
     same('changes since head', await ask(a, `/changes?since=${await head(server, a.orgId)}`), await ask(b, `/changes?since=${await head(server, b.orgId)}`));
 
