@@ -275,10 +275,11 @@ describe('HTTP auth: item permission requirements (contract §2)', () => {
     expect(itemOf(res).content).to.equal('admins only');
   });
 
-  it('writer cannot overwrite an item it cannot read (403), nothing changes', async () => {
+  it('writer cannot overwrite an item it cannot read: 409, the path is taken and nothing more is said; nothing changes', async () => {
     const before = await commitCount(server.gitdir());
     const res = await put(server, writer, 'perm/secret.md', { content: 'overwritten' });
-    expectError(res, 403, MSG.forbiddenAdmin);
+    // Not 403 "requires knowledge:admin": that would tell the writer the item exists and what it needs (issue 11).
+    expectError(res, 409, 'Path conflict: "perm/secret.md" is taken');
     expect(await commitCount(server.gitdir())).to.equal(before);
     expect(itemOf(await get(server, admin, 'perm/secret.md')).content).to.equal('admins only');
   });
