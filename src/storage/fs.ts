@@ -13,6 +13,7 @@ export interface FileHandleLike {
 export interface StatsLike {
   mtimeMs: number;
   size: number;
+  dev: number;
   ino: number;
   isDirectory(): boolean;
   isFile(): boolean;
