@@ -124,7 +124,8 @@ describe('storage/dataDirLock', function () {
       await killAllChildren();
     });
 
-    it(`survives ${RESTART_CYCLES} cycles of SIGKILL and an immediate restart: every start succeeds and serves`, async () => {
+    it(`survives ${RESTART_CYCLES} cycles of SIGKILL and an immediate restart: every start succeeds and serves`, async function () {
+      this.timeout(60_000 + RESTART_CYCLES * 2_000);
       const dataDir = await newDataDir();
       let child = await spawnServe(dataDir);
       const key = child.adminKey as string;
