@@ -190,7 +190,9 @@ export function buildProgram(): Command {
       // Beside a running server only the geometric repack runs: it deletes only the packs it rolled up, so
       // the server's writes are never disturbed. Rewriting every pack (-a) waits for a stopped server.
       const running = await serverPid(fs, dataDir);
-      if (opts.full && running) throw new Error(`--full needs the server (pid ${running}) stopped; without it, gc is safe while it runs`);
+      if (opts.full && running !== null) {
+        throw new Error(`--full needs the server${running ? ` (pid ${running})` : ''} stopped; without it, gc is safe while it runs`);
+      }
       const reports = [];
       for (const orgId of ids) {
         if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });

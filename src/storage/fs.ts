@@ -13,6 +13,7 @@ export interface FileHandleLike {
 export interface StatsLike {
   mtimeMs: number;
   size: number;
+  dev: number;
   ino: number;
   isDirectory(): boolean;
   isFile(): boolean;
@@ -25,6 +26,8 @@ export interface FsPromises {
   appendFile(path: string, data: Uint8Array | string): Promise<void>;
   open(path: string, flags: string, mode?: number): Promise<FileHandleLike>;
   rename(from: string, to: string): Promise<void>;
+  /** A second name for a file; fails with EEXIST rather than replace what `to` names. */
+  link(existing: string, to: string): Promise<void>;
   mkdir(path: string, options?: { recursive?: boolean }): Promise<string | undefined>;
   readdir(path: string): Promise<string[]>;
   stat(path: string): Promise<StatsLike>;

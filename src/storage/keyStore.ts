@@ -3,6 +3,7 @@ import type { Logger } from '../log.js';
 import { CorruptStore } from './errors.js';
 import type { DirectoryWatch } from '../fileWatch.js';
 import type { FsPromises } from './fs.js';
+import { fsyncDir } from './durable.js';
 import { withLock } from './lockFile.js';
 
 /**
@@ -151,11 +152,36 @@ export class KeyStore {
     const { fs, dataDir } = this.options;
     await fs.mkdir(dataDir, { recursive: true });
     await withLock(fs, this.path, async (lock) => {
-      const file = await this.readFile();
+      const before = await this.readText();
+      const file = this.parse(before);
       change(file);
-      await lock.commit(`${JSON.stringify(file, null, 2)}\n`);
+      const written = `${JSON.stringify(file, null, 2)}\n`;
+      try {
+        await lock.commit(written);
+      } catch (err) {
+        // The rename may have landed and only the directory fsync (which makes it durable) failed:
+        // keys.json then shows the change while the caller is told it failed, and a key reported
+        // as not created would work (or one reported as not revoked would not). Put the previous
+        // content back so that the file, the maps and the answer all say "nothing changed".
+        if (lock.committed) await this.undo(before, written).catch(() => undefined);
+        throw err;
+      }
       // Stamp unknown: the rename changed the inode, so the next lookup re-reads once.
       this.install(file, null);
+    });
+  }
+
+  /** Sets keys.json back from `written` to `before` (deleting it when there was none), under its lock. */
+  private async undo(before: string | null, written: string): Promise<void> {
+    const { fs, dataDir } = this.options;
+    await withLock(fs, this.path, async (lock) => {
+      if ((await this.readText()) !== written) return; // another writer has changed it since: not ours to undo
+      if (before !== null) {
+        await lock.commit(before);
+      } else {
+        await fs.unlink(this.path);
+        await fsyncDir(fs, dataDir);
+      }
     });
   }
 
@@ -209,13 +235,21 @@ export class KeyStore {
   }
 
   private async readFile(): Promise<KeyFile> {
-    let text: string;
+    return this.parse(await this.readText());
+  }
+
+  /** The key file's text, or null when there is none yet. */
+  private async readText(): Promise<string | null> {
     try {
-      text = await this.options.fs.readFile(this.path, 'utf8');
+      return await this.options.fs.readFile(this.path, 'utf8');
     } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return { version: 1, keys: [] };
+      if (errnoCode(err) === 'ENOENT') return null;
       throw err;
     }
+  }
+
+  private parse(text: string | null): KeyFile {
+    if (text === null) return { version: 1, keys: [] };
     try {
       const file = JSON.parse(text) as KeyFile;
       if (file.version !== 1 || !Array.isArray(file.keys)) throw new Error('unknown layout');

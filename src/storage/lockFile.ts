@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { errnoCode } from '../errors.js';
 import { fsyncDir } from './durable.js';
 import { LockTimeout } from './errors.js';
-import type { FileHandleLike, FsPromises } from './fs.js';
+import type { FileHandleLike, FsPromises, StatsLike } from './fs.js';
 import { dirname } from 'node:path';
 
 /**
@@ -95,13 +96,50 @@ export async function withLock<T>(
   }
 }
 
+/**
+ * Removes the lock at `path` if it is older than `staleMs`. Two waiters can judge the same crashed
+ * lock stale; if the first breaks it and takes a fresh lock before the second acts, unlinking by
+ * name would delete that live owner's lock and let the second in beside it. So the lock is moved
+ * aside first (rename): once aside, no one else can reach it by name, and judging it again there
+ * judges the very file we took. A stale one is deleted; a fresh one (a live owner's, taken since
+ * our first look) is put back with link(), which fails rather than replace a lock made meanwhile.
+ * What remains is a window of two calls while that owner's lock is away from its name: a third
+ * waiter retrying just then takes the name (the put-back then fails), or the owner committing just
+ * then fails (and its lock, put back after it gave up, waits out `staleMs`). Each needs a crashed
+ * lock, its break, a retake and a third move within those microseconds; the plain unlink gave
+ * two owners to any two waiters that looked at a crashed lock together.
+ */
 async function breakIfStale(fs: FsPromises, path: string, staleMs: number): Promise<void> {
   try {
-    const stats = await fs.stat(path);
-    if (Date.now() - stats.mtimeMs > staleMs) await fs.unlink(path);
+    if (!isStale(await fs.stat(path), staleMs)) return;
   } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw err;
+    if (errnoCode(err) === 'ENOENT') return;
+    throw err;
+  }
+  // Ends in ".lock" like the lock itself: git reads every other file under refs/ as a branch.
+  const aside = `${path}.stale-${randomBytes(6).toString('hex')}.lock`;
+  try {
+    await fs.rename(path, aside);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return; // another waiter broke it first
+    throw err;
+  }
+  let stale = false;
+  try {
+    stale = isStale(await fs.stat(aside), staleMs);
+  } finally {
+    if (!stale) await fs.link(aside, path).catch(ignore('EEXIST'));
+    await fs.unlink(aside).catch(ignore('ENOENT'));
   }
 }
+
+const ignore =
+  (code: string) =>
+  (err: unknown): void => {
+    if (errnoCode(err) !== code) throw err;
+  };
+
+/** Judged by the inode's own age, not by its number: a freed inode number is soon reused for a new lock. */
+const isStale = (stats: StatsLike, staleMs: number): boolean => Date.now() - stats.mtimeMs > staleMs;
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

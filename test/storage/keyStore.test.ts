@@ -5,6 +5,7 @@ import { CorruptStore } from '../../src/storage/errors.js';
 import type { FsPromises } from '../../src/storage/fs.js';
 import { watchDirectory } from '../../src/fileWatch.js';
 import { KeyStore, type KeyRecord } from '../../src/storage/keyStore.js';
+import { FaultyFs, type CallRecord } from '../support/faultyFs.js';
 import { tmpDir } from '../support/tmp.js';
 
 /**
@@ -207,5 +208,91 @@ describe('storage/keyStore watching the data directory (real disk, real inotify)
     // No change is reported any more, yet the lookup sees the new key: it stats.
     expect((await store.findByHash(k.hash))?.id).to.equal(k.id);
     expect(stats).to.be.greaterThan(0);
+  });
+});
+
+describe('storage/keyStore on a failing disk (the directory fsync after the rename)', () => {
+  let tmp: { dir: string; cleanup: () => Promise<void> };
+  let faulty: FaultyFs;
+  const keysFile = (): string => `${tmp.dir}/keys.json`;
+
+  beforeEach(async () => {
+    tmp = await tmpDir('ks-keys-faulty');
+    faulty = new FaultyFs(nodeFs, { record: true });
+  });
+  afterEach(() => tmp.cleanup());
+
+  /** The number of the directory fsync that makes a key file change durable, counted from `faulty.reset()`. */
+  async function dirSyncAfterRename(run: () => Promise<unknown>): Promise<number> {
+    faulty.reset();
+    await run();
+    const rename = faulty.calls.find((c) => c.op === 'rename' && c.path.endsWith('keys.json.lock -> ' + keysFile()));
+    const sync = faulty.calls.find((c) => c.n > (rename?.n ?? Infinity) && c.op === 'handle.sync' && c.path === tmp.dir);
+    expect(sync, JSON.stringify(faulty.calls)).to.not.equal(undefined);
+    return (sync as CallRecord).n;
+  }
+
+  for (const code of ['EIO', 'ENOSPC'] as const) {
+    it(`${code}: an add whose rename landed but whose directory fsync failed is undone, reported failed, and not found`, async () => {
+      const store = new KeyStore({ fs: faulty, dataDir: tmp.dir, logger: silentLogger });
+      const n = await dirSyncAfterRename(() => store.add(key()));
+      const before = await nodeFs.readFile(keysFile(), 'utf8');
+      const lost = key();
+      faulty.arm({ failAt: n, code });
+      const err = await store.add(lost).then(
+        () => undefined,
+        (e: unknown) => e as { code?: string },
+      );
+      expect(faulty.fired?.op, 'the planned fault fired').to.equal('handle.sync');
+      expect(err?.code, 'the add is reported failed').to.equal(code);
+      expect(await nodeFs.readFile(keysFile(), 'utf8'), 'keys.json is as it was').to.equal(before);
+      expect(await store.get(lost.id), 'the same instance agrees').to.equal(undefined);
+      expect(await store.findByHash(lost.hash)).to.equal(undefined);
+      expect(await new KeyStore({ fs, dataDir: tmp.dir, logger: silentLogger }).get(lost.id), 'a fresh reader agrees').to.equal(undefined);
+      expect((await nodeFs.readdir(tmp.dir)).sort(), 'no lock or temp file left').to.deep.equal(['keys.json']);
+      await store.add(lost);
+      expect((await store.get(lost.id))?.id, 'the next add succeeds').to.equal(lost.id);
+    });
+
+    it(`${code}: a revocation whose directory fsync failed is undone: the key still works, as reported`, async () => {
+      const store = new KeyStore({ fs: faulty, dataDir: tmp.dir, logger: silentLogger });
+      const k = key();
+      await store.add(k);
+      const revoke = (r: KeyRecord): void => {
+        r.revokedAt = '2024-03-03T00:00:00.000Z';
+      };
+      const n = await dirSyncAfterRename(() => store.update(key().id, revoke)); // an unknown id: same calls, no change
+      const before = await nodeFs.readFile(keysFile(), 'utf8');
+      faulty.arm({ failAt: n, code });
+      const err = await store.update(k.id, revoke).then(
+        () => undefined,
+        (e: unknown) => e as { code?: string },
+      );
+      expect(faulty.fired?.op, 'the planned fault fired').to.equal('handle.sync');
+      expect(err?.code, 'the revocation is reported failed').to.equal(code);
+      expect(await nodeFs.readFile(keysFile(), 'utf8'), 'keys.json is as it was').to.equal(before);
+      expect((await store.findByHash(k.hash))?.revokedAt, 'the same instance agrees').to.equal(null);
+      expect((await new KeyStore({ fs, dataDir: tmp.dir, logger: silentLogger }).get(k.id))?.revokedAt, 'a fresh reader agrees').to.equal(null);
+      expect((await nodeFs.readdir(tmp.dir)).sort(), 'no lock or temp file left').to.deep.equal(['keys.json']);
+    });
+  }
+
+  it('a failed first write (no keys.json before) leaves no keys.json', async () => {
+    const probe = await tmpDir('ks-keys-faulty-probe');
+    const counter = new FaultyFs(nodeFs, { record: true });
+    await new KeyStore({ fs: counter, dataDir: probe.dir, logger: silentLogger }).add(key());
+    const rename = counter.calls.find((c) => c.op === 'rename') as CallRecord;
+    const n = (counter.calls.find((c) => c.n > rename.n && c.op === 'handle.sync') as CallRecord).n;
+    await probe.cleanup();
+    const store = new KeyStore({ fs: faulty, dataDir: tmp.dir, logger: silentLogger });
+    const lost = key();
+    faulty.arm({ failAt: n, code: 'EIO' });
+    const err = await store.add(lost).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string },
+    );
+    expect(err?.code).to.equal('EIO');
+    expect(await nodeFs.readdir(tmp.dir)).to.deep.equal([]);
+    expect(await store.get(lost.id)).to.equal(undefined);
   });
 });

@@ -83,6 +83,53 @@ describe('storage/lockFile', () => {
     expect(vol.readFileSync(TARGET, 'utf8')).to.equal('after crash\n');
   });
 
+  it('lets only one of two waiters that judged the same lock stale acquire it', async () => {
+    // Both waiters stat the crashed lock and find it stale; the first breaks it and takes a fresh
+    // lock; only then does the second act on what it judged. It must not take the fresh lock away.
+    vol.writeFileSync(LOCK, '');
+    const old = Date.now() / 1000 - 120;
+    vol.utimesSync(LOCK, old, old);
+    let arrived = 0;
+    let bothStatted!: () => void;
+    const both = new Promise<void>((resolve) => (bothStatted = resolve));
+    let letSecondGo!: () => void;
+    const secondMayGo = new Promise<void>((resolve) => (letSecondGo = resolve));
+    const racing = Object.create(fs) as FsPromises;
+    racing.stat = async (path: string) => {
+      const stats = await fs.stat(path);
+      if (path !== LOCK || arrived >= 2) return stats;
+      const me = ++arrived;
+      if (me === 2) bothStatted();
+      await both;
+      if (me === 2) await secondMayGo;
+      return stats;
+    };
+    const options = { staleMs: 60_000, timeoutMs: 400 };
+    const outcomes: Array<'acquired' | 'timed out'> = [];
+    const attempt = (): Promise<LockFile | undefined> =>
+      LockFile.acquire(racing, TARGET, options).then(
+        (lock) => (outcomes.push('acquired'), lock),
+        (err: unknown) => {
+          expect(err).to.be.instanceOf(LockTimeout);
+          outcomes.push('timed out');
+          return undefined;
+        },
+      );
+    const waiters = [attempt(), attempt()];
+    const winner = (await Promise.race(waiters)) as LockFile;
+    expect(outcomes).to.deep.equal(['acquired']);
+    const winnersLock = vol.statSync(LOCK).ino;
+    letSecondGo();
+    const [a, b] = await Promise.all(waiters);
+    expect(outcomes, 'exactly one waiter may own the lock').to.deep.equal(['acquired', 'timed out']);
+    expect([a, b].filter(Boolean)).to.have.length(1);
+    expect(vol.statSync(LOCK).ino, "the winner's lock file is still in place").to.equal(Number(winnersLock));
+    expect(vol.readdirSync('/repo/refs/heads'), 'nothing left aside').to.deep.equal(['main.lock']);
+    await winner.commit('winner\n');
+    expect(vol.readFileSync(TARGET, 'utf8')).to.equal('winner\n');
+    expect(vol.existsSync(LOCK)).to.equal(false);
+  });
+
   it('does not break a lock younger than staleMs', async () => {
     vol.writeFileSync(LOCK, '');
     const recent = Date.now() / 1000 - 5;

@@ -137,6 +137,11 @@ export class FaultyFs implements FsPromises {
     await this.real.rename(from, to);
   };
 
+  link = async (existing: string, to: string): Promise<void> => {
+    this.tick('link', existing, to);
+    await this.real.link(existing, to);
+  };
+
   mkdir = async (path: string, options?: { recursive?: boolean }): Promise<string | undefined> => {
     this.tick('mkdir', path);
     return this.real.mkdir(path, options);
