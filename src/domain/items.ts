@@ -245,7 +245,7 @@ function matches(condition: TagCondition, tag: string): boolean {
 }
 
 /** The answer to a role that would create where an item it may not read already is. */
-export function pathTaken(path: string): PathConflict {
+function pathTaken(path: string): PathConflict {
   return new PathConflict({ path, conflictsWith: path, reason: `Path conflict: "${path}" is taken` });
 }
 
