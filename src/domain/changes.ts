@@ -93,8 +93,9 @@ export async function changesSince(args: {
 async function folderRuleChanges(repo: OrgRepo, after: readonly Entry[]): Promise<Map<string, { entry: Entry; position: number }>> {
   const changed = new Map<string, { entry: Entry; position: number }>();
   for (const [position, entry] of after.entries()) {
-    // Folder rules are committed alone, without the trailers of an item commit.
-    if (entry.item) continue;
+    // Folder rules are committed alone, without the trailers of an item commit; a commit after
+    // `since` always has a parent.
+    if (entry.item || entry.parent === null) continue;
     for (const folder of await repo.foldersChangedBy(entry.commitId, entry.parent)) changed.set(folder, { entry, position });
   }
   return changed;

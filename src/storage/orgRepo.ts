@@ -9,7 +9,7 @@ import { LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord 
 import { Lru } from './lru.js';
 import { ObjectStager, type TreeEntry } from './objectStager.js';
 import { compareAndSwapRef, readRef } from './refs.js';
-import { EMPTY_TREE, TreeEditor } from './treeEditor.js';
+import { TreeEditor } from './treeEditor.js';
 import { diffTreeFiles, listTreeFiles } from './treeWalk.js';
 import { IndexSnapshotFile, type IndexSnapshot } from './indexSnapshot.js';
 import { blobObject } from './objectFormat.js';
@@ -271,10 +271,10 @@ export class OrgRepo {
   }
 
   /** The folders whose rule commit `commitId` set, changed or removed (a diff with its parent: reads only what changed). */
-  async foldersChangedBy(commitId: string, parent: string | null): Promise<string[]> {
+  async foldersChangedBy(commitId: string, parent: string): Promise<string[]> {
     const rulePrefix = `${LAYOUT.foldersRoot}/`;
     const changed = await diffTreeFiles({
-      from: parent === null ? EMPTY_TREE : await this.treeOf(parent),
+      from: await this.treeOf(parent),
       to: await this.treeOf(commitId),
       readTree: (oid) => this.trees.entries(oid),
     });
