@@ -1,19 +1,19 @@
 #!/usr/bin/env node
 import { promises as nodeFs } from 'node:fs';
 import { Command, Option } from 'commander';
-import { ConfigError, loadConfig, type ConfigOverrides } from '../config.js';
+import { ConfigError, loadConfig, type ConfigOverrides } from '../app/config.js';
 import { validateOrgId, createOrganization } from '../domain/orgs.js';
 import { createKey, listKeys, revokeKey } from '../domain/keys.js';
 import { OrgNotFound } from '../domain/errors.js';
-import { isKnowledgeError } from '../errors.js';
-import { startServer } from '../http/server.js';
-import { createLogger } from '../log.js';
-import type { FsPromises } from '../storage/fs.js';
-import { KeyStore } from '../storage/keyStore.js';
-import { OrgStore } from '../storage/orgStore.js';
-import { verifyRepository } from '../storage/verify.js';
-import { serverPid } from '../storage/dataDirLock.js';
-import { countObjects, repack } from '../storage/gitService.js';
+import { isKnowledgeError } from '../common/errors.js';
+import { startServer } from '../app/server.js';
+import { createLogger } from '../common/log.js';
+import type { FsPromises } from '../storage/fs/fs.js';
+import { KeyStore } from '../storage/keys/keyStore.js';
+import { OrgStore } from '../storage/repo/orgStore.js';
+import { verifyRepository } from '../storage/repo/verify.js';
+import { serverPid } from '../storage/fs/dataDirLock.js';
+import { countObjects, repack } from '../storage/git/gitCli.js';
 import { STORE_RULES } from '../domain/integrity.js';
 import { ImportRefused, importOrganization } from '../domain/orgImport.js';
 

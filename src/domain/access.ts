@@ -1,5 +1,5 @@
-import type { IndexEntry, IndexView } from '../storage/itemIndex.js';
-import type { ItemRecord } from '../storage/itemRecord.js';
+import type { IndexEntry, IndexView } from '../storage/repo/itemIndex.js';
+import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import { Forbidden } from './errors.js';
 import type { Actor } from './keys.js';
 import { can, INHERIT, PERMISSIONS, resolveRequirement, type FolderRuleLookup, type Permission, type PermissionRequirement } from './permissions.js';

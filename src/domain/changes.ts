@@ -1,5 +1,5 @@
-import type { FolderRule, ItemRecord } from '../storage/itemRecord.js';
-import type { OrgRepo } from '../storage/orgRepo.js';
+import type { FolderRule, ItemRecord } from '../storage/repo/itemRecord.js';
+import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { canSee, requireRole, type RuleSource } from './access.js';
 import { requireOwnCommit } from './history.js';
 import type { Actor } from './keys.js';

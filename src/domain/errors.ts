@@ -1,4 +1,4 @@
-import { KnowledgeError } from '../errors.js';
+import { KnowledgeError } from '../common/errors.js';
 import type { Permission } from './permissions.js';
 
 /** The item is absent, soft-deleted, or hidden from the caller's role. */

@@ -1,5 +1,5 @@
-import type { FolderRule } from '../storage/itemRecord.js';
-import type { OrgRepo } from '../storage/orgRepo.js';
+import type { FolderRule } from '../storage/repo/itemRecord.js';
+import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { requireRole } from './access.js';
 import { InvalidInput } from './errors.js';
 import { authorOf } from './items.js';

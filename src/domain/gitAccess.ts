@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
-import { sanitizeGitProtocol, uploadPack, type UploadPack } from '../storage/gitService.js';
-import type { OrgStore } from '../storage/orgStore.js';
+import { sanitizeGitProtocol, uploadPack, type UploadPack } from '../storage/git/gitCli.js';
+import type { OrgStore } from '../storage/repo/orgStore.js';
 import { requireRole } from './access.js';
 import { OrgNotFound } from './errors.js';
 import type { Actor } from './keys.js';

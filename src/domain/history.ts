@@ -1,7 +1,7 @@
 import { createTwoFilesPatch } from 'diff';
-import type { HistoryEntry } from '../storage/historyLog.js';
-import type { IndexEntry } from '../storage/itemIndex.js';
-import type { OrgRepo } from '../storage/orgRepo.js';
+import type { HistoryEntry } from '../storage/repo/historyLog.js';
+import type { IndexEntry } from '../storage/repo/itemIndex.js';
+import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { canSee, requireRole } from './access.js';
 import { InvalidInput, ItemNotFound, VersionNotFound } from './errors.js';
 import { putItem, type ItemView } from './items.js';

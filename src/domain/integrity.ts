@@ -1,4 +1,4 @@
-import type { StoreRules } from '../storage/verify.js';
+import type { StoreRules } from '../storage/repo/verify.js';
 import { validateFolderPrefix, validatePath } from './paths.js';
 import { READ_REQUIREMENTS, WRITE_REQUIREMENTS } from './permissions.js';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { versionTag, type IndexEntry } from '../storage/itemIndex.js';
-import type { ItemRecord } from '../storage/itemRecord.js';
-import type { OrgRepo, RepoView, WriteIntent } from '../storage/orgRepo.js';
+import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
+import type { ItemRecord } from '../storage/repo/itemRecord.js';
+import type { OrgRepo, RepoView, WriteIntent } from '../storage/repo/orgRepo.js';
 import { canSee, readable, requireRole, requirement } from './access.js';
 import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemNotFound, PathConflict, PreconditionFailed } from './errors.js';
 import type { Actor } from './keys.js';

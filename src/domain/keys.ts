@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { KeyRecord, KeyStore } from '../storage/keyStore.js';
+import type { KeyRecord, KeyStore } from '../storage/keys/keyStore.js';
 import { InvalidInput, KeyNotFound } from './errors.js';
 import { isRole, type Role } from './permissions.js';
 

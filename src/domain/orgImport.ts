@@ -1,8 +1,8 @@
-import { KnowledgeError } from '../errors.js';
-import type { FsPromises } from '../storage/fs.js';
-import type { KeyStore } from '../storage/keyStore.js';
-import type { OrgStore } from '../storage/orgStore.js';
-import { verifyRepository } from '../storage/verify.js';
+import { KnowledgeError } from '../common/errors.js';
+import type { FsPromises } from '../storage/fs/fs.js';
+import type { KeyStore } from '../storage/keys/keyStore.js';
+import type { OrgStore } from '../storage/repo/orgStore.js';
+import { verifyRepository } from '../storage/repo/verify.js';
 import { STORE_RULES } from './integrity.js';
 import { createKey } from './keys.js';
 import { validateOrgId } from './orgs.js';

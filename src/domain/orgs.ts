@@ -1,5 +1,5 @@
-import type { KeyStore } from '../storage/keyStore.js';
-import type { OrgStore } from '../storage/orgStore.js';
+import type { KeyStore } from '../storage/keys/keyStore.js';
+import type { OrgStore } from '../storage/repo/orgStore.js';
 import { InvalidInput } from './errors.js';
 import { createKey } from './keys.js';
 

@@ -1,4 +1,4 @@
-import type { OrgRepo } from '../storage/orgRepo.js';
+import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { requireRole } from './access.js';
 import { ItemNotFound } from './errors.js';
 import { authorOf, view, type ItemView } from './items.js';

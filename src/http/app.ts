@@ -1,8 +1,8 @@
 import Koa from 'koa';
-import type { Config } from '../config.js';
-import type { Logger } from '../log.js';
-import type { KeyStore } from '../storage/keyStore.js';
-import type { OrgStore } from '../storage/orgStore.js';
+import type { Config } from '../app/config.js';
+import type { Logger } from '../common/log.js';
+import type { KeyStore } from '../storage/keys/keyStore.js';
+import type { OrgStore } from '../storage/repo/orgStore.js';
 import { requireApiKey } from './middleware/auth.js';
 import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';

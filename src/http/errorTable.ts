@@ -1,4 +1,4 @@
-import { errnoCode, isKnowledgeError, type KnowledgeError } from '../errors.js';
+import { errnoCode, isKnowledgeError, type KnowledgeError } from '../common/errors.js';
 import type { RateQuota } from './httpErrors.js';
 import { rateLimitHeaders } from './middleware/rateLimit.js';
 

@@ -1,4 +1,4 @@
-import { KnowledgeError } from '../errors.js';
+import { KnowledgeError } from '../common/errors.js';
 
 /** Errors that only exist at the HTTP edge; the domain never throws these. */
 export class Unauthorized extends KnowledgeError<Record<string, never>> {

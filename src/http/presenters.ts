@@ -1,5 +1,5 @@
 import type { ItemView } from '../domain/items.js';
-import type { KeyRecord } from '../storage/keyStore.js';
+import type { KeyRecord } from '../storage/keys/keyStore.js';
 
 /** The KnowledgeItem resource, fields in the specification's order. */
 export interface KnowledgeItem {

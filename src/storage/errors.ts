@@ -1,4 +1,4 @@
-import { KnowledgeError } from '../errors.js';
+import { KnowledgeError } from '../common/errors.js';
 
 /** A lock file stayed held past the wait limit (another writer, or a stuck process). */
 export class LockTimeout extends KnowledgeError<{ lockPath: string; waitedMs: number }> {

@@ -23,8 +23,8 @@ import { cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { formatCommitMessage, type ItemAction } from '../../src/storage/commitMessage.js';
-import { serializeRecord, LAYOUT, type ItemRecord } from '../../src/storage/itemRecord.js';
+import { formatCommitMessage, type ItemAction } from '../../src/storage/repo/commitMessage.js';
+import { serializeRecord, LAYOUT, type ItemRecord } from '../../src/storage/repo/itemRecord.js';
 import { CLI, ROOT, runCli } from '../support/child.js';
 import { textRecord } from '../support/records.js';
 import { commitCount, git } from '../support/git.js';

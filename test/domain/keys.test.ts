@@ -3,9 +3,9 @@ import { expect } from 'chai';
 import { Volume } from 'memfs';
 import { InvalidInput, KeyNotFound } from '../../src/domain/errors.js';
 import { authenticate, createKey, hashSecret, KEY_PREFIX, revokeKey, validateKeyName, validateRole } from '../../src/domain/keys.js';
-import { silentLogger } from '../../src/log.js';
-import type { FsPromises } from '../../src/storage/fs.js';
-import { KeyStore, type KeyRecord } from '../../src/storage/keyStore.js';
+import { silentLogger } from '../../src/common/log.js';
+import type { FsPromises } from '../../src/storage/fs/fs.js';
+import { KeyStore, type KeyRecord } from '../../src/storage/keys/keyStore.js';
 
 /** Contract §2: random keys with a `ks_` prefix, stored only as a SHA-256, refused when missing/unknown/revoked. */
 

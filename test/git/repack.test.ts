@@ -1,9 +1,9 @@
 import { copyFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { loadConfig } from '../../src/config.js';
-import { startServer, type RunningServer } from '../../src/http/server.js';
-import { createLogger } from '../../src/log.js';
+import { loadConfig } from '../../src/app/config.js';
+import { startServer, type RunningServer } from '../../src/app/server.js';
+import { createLogger } from '../../src/common/log.js';
 import { runCli } from '../support/child.js';
 import { commitCount, fsckStrict, git } from '../support/git.js';
 import { api } from '../support/server.js';

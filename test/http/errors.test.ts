@@ -1,8 +1,8 @@
 import { connect } from 'node:net';
 import { expect } from 'chai';
-import { loadConfig } from '../../src/config.js';
-import { startServer } from '../../src/http/server.js';
-import { createLogger } from '../../src/log.js';
+import { loadConfig } from '../../src/app/config.js';
+import { startServer } from '../../src/app/server.js';
+import { createLogger } from '../../src/common/log.js';
 import { tmpDir } from '../support/tmp.js';
 import { commitCount } from '../support/git.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';

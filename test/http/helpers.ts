@@ -1,8 +1,8 @@
 import http from 'node:http';
 import { expect } from 'chai';
 import { createKey, revokeKey } from '../../src/domain/keys.js';
-import { silentLogger } from '../../src/log.js';
-import { KeyStore } from '../../src/storage/keyStore.js';
+import { silentLogger } from '../../src/common/log.js';
+import { KeyStore } from '../../src/storage/keys/keyStore.js';
 import { api, fs, type ApiResponse, type TestServer } from '../support/server.js';
 
 export const LIST = '/api/v1/knowledge';

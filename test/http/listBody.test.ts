@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { ItemView } from '../../src/domain/items.js';
 import { itemListBody, presentItem } from '../../src/http/presenters.js';
-import type { ItemRecord } from '../../src/storage/itemRecord.js';
+import type { ItemRecord } from '../../src/storage/repo/itemRecord.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 import { LIST, put } from './helpers.js';
 

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { expect } from 'chai';
-import { ConfigError, DEFAULTS, loadConfig } from '../../src/config.js';
+import { ConfigError, DEFAULTS, loadConfig } from '../../src/app/config.js';
 import { clientAddress, TokenBuckets } from '../../src/http/middleware/rateLimit.js';
 import { ensureBuilt, killAllChildren, spawnCli } from '../support/child.js';
 import { commitCount } from '../support/git.js';

@@ -1,10 +1,10 @@
 import { promises as nodeFs } from 'node:fs';
 import { putItem } from '../../src/domain/items.js';
 import { createOrganization } from '../../src/domain/orgs.js';
-import { silentLogger } from '../../src/log.js';
-import type { FileHandleLike, FsPromises } from '../../src/storage/fs.js';
-import { KeyStore } from '../../src/storage/keyStore.js';
-import { OrgStore } from '../../src/storage/orgStore.js';
+import { silentLogger } from '../../src/common/log.js';
+import type { FileHandleLike, FsPromises } from '../../src/storage/fs/fs.js';
+import { KeyStore } from '../../src/storage/keys/keyStore.js';
+import { OrgStore } from '../../src/storage/repo/orgStore.js';
 
 /**
  * Many large items, made fast: organization "default" is created in an empty data dir and filled

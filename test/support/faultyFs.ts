@@ -1,6 +1,6 @@
 import { promises as nodeFs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import type { FileHandleLike, FsPromises, StatsLike } from '../../src/storage/fs.js';
+import type { FileHandleLike, FsPromises, StatsLike } from '../../src/storage/fs/fs.js';
 
 /**
  * A failing disk for reliability tests (issue 7): node's `fs.promises` behind

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { fsckStrict as runFsck } from '../../src/storage/gitService.js';
+import { fsckStrict as runFsck } from '../../src/storage/git/gitCli.js';
 
 /** Runs C git (the judge of what is on disk) and returns its stdout; rejects with stderr on a non-zero exit. */
 export function git(args: string[], options: { cwd?: string; gitdir?: string } = {}): Promise<string> {

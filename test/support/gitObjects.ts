@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { inflateSync } from 'node:zlib';
-import type { FsPromises } from '../../src/storage/fs.js';
+import type { FsPromises } from '../../src/storage/fs/fs.js';
 
 /**
  * Reads objects (loose or packed) byte for byte, independently of isomorphic-git, so tests

@@ -1,5 +1,5 @@
-import type { ItemRecord } from '../../src/storage/itemRecord.js';
-import type { RepoView, WriteIntent } from '../../src/storage/orgRepo.js';
+import type { ItemRecord } from '../../src/storage/repo/itemRecord.js';
+import type { RepoView, WriteIntent } from '../../src/storage/repo/orgRepo.js';
 import { textRecord } from './records.js';
 
 /** Write intents as the domain builds them, for storage tests that drive OrgRepo.write by hand. */

@@ -1,5 +1,5 @@
 import { Volume } from 'memfs';
-import type { FsPromises } from '../../src/storage/fs.js';
+import type { FsPromises } from '../../src/storage/fs/fs.js';
 
 /** A fresh memfs volume seen through the storage layer's `FsPromises` (unit tests of storage). */
 export function memoryFs(): { vol: Volume; fs: FsPromises } {

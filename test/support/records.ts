@@ -1,4 +1,4 @@
-import type { ItemRecord } from '../../src/storage/itemRecord.js';
+import type { ItemRecord } from '../../src/storage/repo/itemRecord.js';
 
 export const TEST_KEY_ID = 'key_0123456789abcdef';
 let serial = 0;

@@ -1,12 +1,12 @@
 import { promises as nodeFs } from 'node:fs';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/app/config.js';
 import { createKey } from '../../src/domain/keys.js';
 import { createOrganization } from '../../src/domain/orgs.js';
-import { startServer, type RunningServer } from '../../src/http/server.js';
-import { silentLogger } from '../../src/log.js';
-import type { FsPromises } from '../../src/storage/fs.js';
-import { KeyStore } from '../../src/storage/keyStore.js';
-import { OrgStore } from '../../src/storage/orgStore.js';
+import { startServer, type RunningServer } from '../../src/app/server.js';
+import { silentLogger } from '../../src/common/log.js';
+import type { FsPromises } from '../../src/storage/fs/fs.js';
+import { KeyStore } from '../../src/storage/keys/keyStore.js';
+import { OrgStore } from '../../src/storage/repo/orgStore.js';
 import { tmpDir } from './tmp.js';
 
 export const fs = nodeFs as unknown as FsPromises;

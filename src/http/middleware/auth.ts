@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { authenticate } from '../../domain/keys.js';
-import type { KeyStore } from '../../storage/keyStore.js';
-import type { OrgStore } from '../../storage/orgStore.js';
+import type { KeyStore } from '../../storage/keys/keyStore.js';
+import type { OrgStore } from '../../storage/repo/orgStore.js';
 import { Unauthorized } from '../httpErrors.js';
 import type { AppState } from '../state.js';
 

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../common/log.js';
 import { BODY_INCOMPLETE, toErrorResponse } from '../errorTable.js';
 import { RouteNotFound } from '../httpErrors.js';
 import type { AppState } from '../state.js';

@@ -1,6 +1,6 @@
 import { isIPv6 } from 'node:net';
 import type { Middleware, ParameterizedContext } from 'koa';
-import { isKnowledgeError } from '../../errors.js';
+import { isKnowledgeError } from '../../common/errors.js';
 import { TooManyRequests, type RateQuota } from '../httpErrors.js';
 import type { AppState } from '../state.js';
 

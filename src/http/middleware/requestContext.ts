@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../common/log.js';
 import type { AppState } from '../state.js';
 
 /** A request id on every response (contract §3), safe defaults on every response, and a debug access log. */

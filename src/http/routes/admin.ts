@@ -3,7 +3,7 @@ import { changesSince } from '../../domain/changes.js';
 import { getFolderRule, listFolderRules, setFolderRule } from '../../domain/folders.js';
 import { createKey, listKeys, revokeKey } from '../../domain/keys.js';
 import { listTrash, purgeItem, restoreItem } from '../../domain/trash.js';
-import type { KeyStore } from '../../storage/keyStore.js';
+import type { KeyStore } from '../../storage/keys/keyStore.js';
 import { presentItem, presentKey, presentTrashItem } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validation.js';

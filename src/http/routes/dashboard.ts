@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ParameterizedContext } from 'koa';
-import { errnoCode } from '../../errors.js';
+import { errnoCode } from '../../common/errors.js';
 import type { AppState } from '../state.js';
 
 export const DASHBOARD_PREFIX = '/dashboard';

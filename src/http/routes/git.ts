@@ -6,9 +6,9 @@ import { InvalidInput, OrgNotFound } from '../../domain/errors.js';
 import { serveUploadPack } from '../../domain/gitAccess.js';
 import { authenticate, type Actor } from '../../domain/keys.js';
 import { validateOrgId } from '../../domain/orgs.js';
-import type { Logger } from '../../log.js';
-import type { KeyStore } from '../../storage/keyStore.js';
-import type { OrgStore } from '../../storage/orgStore.js';
+import type { Logger } from '../../common/log.js';
+import type { KeyStore } from '../../storage/keys/keyStore.js';
+import type { OrgStore } from '../../storage/repo/orgStore.js';
 import { GitAuthRequired, GitPushRefused, UnsupportedMediaType } from '../httpErrors.js';
 import type { AppState } from '../state.js';
 

@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import { InvalidInput } from '../../domain/errors.js';
 import { getItemAtRef, getItemVersion } from '../../domain/history.js';
 import { deleteItem, getItem, itemViews, putItem, selectItems } from '../../domain/items.js';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../common/log.js';
 import { API_PREFIX, jsonBody, pathAfter, requirePermission } from './common.js';
 import { formatEtag, itemListBody, parseEtagCondition, presentItem } from '../presenters.js';
 import type { AppState } from '../state.js';

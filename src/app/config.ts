@@ -1,0 +1,96 @@
+import { resolve } from 'node:path';
+import { isLogLevel, type LogLevel } from '../common/log.js';
+
+/** Contract §1: each setting comes from the environment, and each is also a `serve` flag (flags win). */
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  maxContentBytes: number;
+  logLevel: LogLevel;
+  /** Objects written (since the last repack) that trigger an automatic `git repack` of an organization; 200 packs do too (0 turns it off). */
+  autoRepackObjects: number;
+  /** API requests per minute per key, sustained (0 turns the limit off). */
+  rateLimitPerKey: number;
+  /** How many of them one key may send at once (the token bucket's size). */
+  rateLimitPerKeyBurst: number;
+  /** Failed authentications per minute per client address, sustained (0 turns the limit off). */
+  rateLimitAuthFailures: number;
+  /** How many failures in a row an address may have before it is refused. */
+  rateLimitAuthFailuresBurst: number;
+}
+
+export interface ConfigOverrides {
+  host?: string;
+  port?: string;
+  dataDir?: string;
+  maxContentBytes?: string;
+  logLevel?: string;
+  autoRepackObjects?: string;
+  rateLimitPerKey?: string;
+  rateLimitPerKeyBurst?: string;
+  rateLimitAuthFailures?: string;
+  rateLimitAuthFailuresBurst?: string;
+}
+
+export class ConfigError extends Error {}
+
+export const DEFAULTS = {
+  host: '127.0.0.1',
+  port: 3000,
+  dataDir: './data',
+  maxContentBytes: 1_048_576,
+  logLevel: 'info',
+  autoRepackObjects: 10_000,
+  // Generous on purpose (issue 7: "the defaults never throttle a normal agent"): a key may send a
+  // minute's worth, 6,000 requests, at once, and 100 a second for as long as it likes.
+  rateLimitPerKey: 6_000,
+  rateLimitPerKeyBurst: 6_000,
+  // A client with a good key never fails; 40 failures in a row, then one every 3 s, is plenty for a typo.
+  rateLimitAuthFailures: 20,
+  rateLimitAuthFailuresBurst: 40,
+} as const;
+
+export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = {}): Config {
+  const pick = (flag: string | undefined, name: string): string | undefined => flag ?? (env[name] || undefined);
+  const port = integer(pick(overrides.port, 'PORT'), DEFAULTS.port, 'port', 0, 65535);
+  const maxContentBytes = integer(pick(overrides.maxContentBytes, 'KNOWLEDGE_MAX_CONTENT_BYTES'), DEFAULTS.maxContentBytes, 'KNOWLEDGE_MAX_CONTENT_BYTES', 1, 64 * 1024 * 1024);
+  const autoRepackObjects = integer(pick(overrides.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS'), DEFAULTS.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS', 0, 10_000_000);
+  const perMinute = (flag: string | undefined, name: string, fallback: number): number => integer(pick(flag, name), fallback, name, 0, 10_000_000);
+  const rateLimitPerKey = perMinute(overrides.rateLimitPerKey, 'KNOWLEDGE_RATE_LIMIT_PER_KEY', DEFAULTS.rateLimitPerKey);
+  const rateLimitAuthFailures = perMinute(overrides.rateLimitAuthFailures, 'KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES', DEFAULTS.rateLimitAuthFailures);
+  // A burst left unset is the default one while the rate is the default, else one minute's worth of the rate.
+  const burst = (flag: string | undefined, name: string, rate: number, defaultRate: number, defaultBurst: number): number =>
+    integer(pick(flag, name), rate === defaultRate ? defaultBurst : Math.max(1, rate), name, 1, 10_000_000);
+  const rateLimitPerKeyBurst = burst(overrides.rateLimitPerKeyBurst, 'KNOWLEDGE_RATE_LIMIT_PER_KEY_BURST', rateLimitPerKey, DEFAULTS.rateLimitPerKey, DEFAULTS.rateLimitPerKeyBurst);
+  const rateLimitAuthFailuresBurst = burst(
+    overrides.rateLimitAuthFailuresBurst,
+    'KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES_BURST',
+    rateLimitAuthFailures,
+    DEFAULTS.rateLimitAuthFailures,
+    DEFAULTS.rateLimitAuthFailuresBurst,
+  );
+  const logLevel = pick(overrides.logLevel, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
+  if (!isLogLevel(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of error, warn, info, debug (got "${logLevel}")`);
+  return {
+    host: pick(overrides.host, 'HOST') ?? DEFAULTS.host,
+    port,
+    dataDir: resolve(pick(overrides.dataDir, 'KNOWLEDGE_DATA_DIR') ?? DEFAULTS.dataDir),
+    maxContentBytes,
+    logLevel,
+    autoRepackObjects,
+    rateLimitPerKey,
+    rateLimitPerKeyBurst,
+    rateLimitAuthFailures,
+    rateLimitAuthFailuresBurst,
+  };
+}
+
+function integer(raw: string | undefined, fallback: number, name: string, min: number, max: number): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+  }
+  return value;
+}

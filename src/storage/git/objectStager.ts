@@ -1,0 +1,134 @@
+import { randomBytes } from 'node:crypto';
+import { errnoCode } from '../../common/errors.js';
+import { fsyncDir } from '../fs/durable.js';
+import type { FileHandleLike, FsPromises } from '../fs/fs.js';
+import { blobObject, commitObject, treeObject, type GitObject } from './objectFormat.js';
+import { buildPack, type BuiltPack } from './packFile.js';
+
+export interface TreeEntry {
+  mode: string;
+  path: string;
+  oid: string;
+  type: 'blob' | 'tree' | 'commit';
+}
+
+export interface Signature {
+  name: string;
+  email: string;
+  /** Whole seconds since the epoch (git stores no fractions; fsck --strict checks). */
+  timestamp: number;
+}
+
+/** What one flush put on disk. */
+export interface FlushReport {
+  objects: number;
+  /** Packs written: 1, or 0 when nothing was staged. */
+  packs: number;
+}
+
+/**
+ * Collects the objects of one or more commits in memory, then writes them all
+ * durably in one flush (design.md, storage rules 1 and 3).
+ *
+ * A flush writes a single pack and its index, however many commits the batch
+ * holds: temp files -> fsync -> rename (pack first, so a reader that finds the
+ * index finds its pack) -> fsync of `objects/pack`. Two file fsyncs per group
+ * commit, where loose objects cost one per object (about eight per commit).
+ * Temp files are named `tmp_pack_*` / `tmp_idx_*`, as C git names its own,
+ * which `git fsck` ignores; a failed flush removes them.
+ */
+export class ObjectStager {
+  private readonly objects = new Map<string, GitObject>();
+  private sealed: BuiltPack | null = null;
+  /** Objects in the sealed pack. */
+  private count = 0;
+
+  /** Objects staged (sealed or not) and not yet flushed. */
+  get size(): number {
+    return this.objects.size + this.count;
+  }
+
+  writeBlob(content: Uint8Array): string {
+    return this.stage(blobObject(content));
+  }
+
+  writeTree(entries: readonly TreeEntry[]): string {
+    return this.stage(treeObject(entries));
+  }
+
+  writeCommit(args: { tree: string; parents: string[]; author: Signature; message: string }): string {
+    return this.stage(commitObject(args));
+  }
+
+  private stage(object: GitObject): string {
+    this.objects.set(object.oid, object);
+    return object.oid;
+  }
+
+  /**
+   * Encodes the staged objects as a pack in memory (the CPU part of a flush),
+   * so the write queue can do it while the batch before is still being fsynced.
+   */
+  seal(): void {
+    if (this.objects.size === 0) return;
+    this.sealed = buildPack([...this.objects.values()]);
+    this.count = this.objects.size;
+    this.objects.clear();
+  }
+
+  /** Writes every staged object into `gitdir` as one durable pack. */
+  async flush(fs: FsPromises, gitdir: string): Promise<FlushReport> {
+    this.seal();
+    const sealed = this.sealed;
+    const objects = this.count;
+    this.sealed = null;
+    this.count = 0;
+    if (!sealed) return { objects: 0, packs: 0 };
+    const { checksum, pack, idx } = sealed;
+    const dir = `${gitdir}/objects/pack`;
+    const suffix = randomBytes(8).toString('hex');
+    const temps = [`${dir}/tmp_pack_${suffix}`, `${dir}/tmp_idx_${suffix}`];
+    const packPath = `${dir}/pack-${checksum}.pack`;
+    try {
+      try {
+        await writeReadOnly(fs, temps[0] as string, pack);
+      } catch (err) {
+        // objects/pack is made once, on the first flush that finds it missing (not tried on every flush).
+        if (errnoCode(err) !== 'ENOENT') throw err;
+        await fs.mkdir(dir, { recursive: true });
+        await fsyncDir(fs, `${gitdir}/objects`);
+        await writeReadOnly(fs, temps[0] as string, pack);
+      }
+      await writeReadOnly(fs, temps[1] as string, idx);
+      await fs.rename(temps[0] as string, packPath);
+      temps[0] = packPath;
+      await fs.rename(temps[1] as string, `${dir}/pack-${checksum}.idx`);
+    } catch (err) {
+      // Most likely a full disk: half-written files would only hold on to the space, and a pack
+      // without its index is garbage to git.
+      await Promise.all(temps.map((t) => fs.unlink(t).catch(() => undefined)));
+      throw err;
+    }
+    await fsyncDir(fs, dir);
+    return { objects, packs: 1 };
+  }
+
+  discard(): void {
+    this.objects.clear();
+    this.sealed = null;
+    this.count = 0;
+  }
+}
+
+/** Creates `path` with `data`, read-only as git leaves its packs, and returns once it is on disk. */
+async function writeReadOnly(fs: FsPromises, path: string, data: Uint8Array): Promise<void> {
+  const handle: FileHandleLike = await fs.open(path, 'wx', 0o644);
+  try {
+    await handle.write(data);
+    // Set on the handle: some file systems refuse writes through a 0444 create.
+    await handle.chmod(0o444);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,81 @@
+import { errnoCode } from '../../common/errors.js';
+import { RefConflict } from '../errors.js';
+import type { FsPromises } from '../fs/fs.js';
+import { LockFile, type LockOptions } from '../fs/lockFile.js';
+import { fsyncDir } from '../fs/durable.js';
+import { dirname } from 'node:path';
+
+export const MAIN_REF = 'refs/heads/main';
+const OID = /^[0-9a-f]{40}$/;
+
+/** Reads a branch tip: the loose ref if there is one, else its line in packed-refs (after `git gc`). */
+export async function readRef(fs: FsPromises, gitdir: string, ref = MAIN_REF): Promise<string | null> {
+  try {
+    const value = (await fs.readFile(`${gitdir}/${ref}`, 'utf8')).trim();
+    if (!OID.test(value)) throw new Error(`${ref} holds "${value.slice(0, 60)}", not an object id`);
+    return value;
+  } catch (err) {
+    if (errnoCode(err) !== 'ENOENT') throw err;
+  }
+  let packed: string;
+  try {
+    packed = await fs.readFile(`${gitdir}/packed-refs`, 'utf8');
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return null;
+    throw err;
+  }
+  for (const line of packed.split('\n')) {
+    const [oid, name] = line.split(' ');
+    if (name === ref && oid && OID.test(oid)) return oid;
+  }
+  return null;
+}
+
+/**
+ * Compare-and-swap of a branch (design.md, storage rule 2): under the
+ * `<ref>.lock` O_EXCL lock, check the ref still holds `expected`, then write
+ * `next` durably. isomorphic-git's writeRef checks nothing and takes no lock.
+ */
+export async function compareAndSwapRef(args: {
+  fs: FsPromises;
+  gitdir: string;
+  ref?: string;
+  expected: string | null;
+  next: string;
+  lock?: LockOptions;
+}): Promise<void> {
+  const { fs, gitdir, ref = MAIN_REF, expected, next } = args;
+  const lock = await LockFile.acquire(fs, `${gitdir}/${ref}`, args.lock);
+  try {
+    const actual = await readRef(fs, gitdir, ref);
+    if (actual !== expected) throw new RefConflict({ ref, expected, actual });
+    await lock.commit(`${next}\n`);
+  } catch (err) {
+    // The rename may have gone through and only the fsync of the directory failed: the
+    // branch shows `next`, but not durably, and the caller answers failure (design.md,
+    // rule 3: 200 only once the ref update is durable). Put `expected` back, so that the
+    // branch holds what the caller reports; the caller re-reads the branch either way.
+    if (lock.committed) await undoSwap({ fs, gitdir, ref, expected, next, lock: args.lock }).catch(() => undefined);
+    throw err;
+  } finally {
+    await lock.release();
+  }
+}
+
+/** Sets the branch back from `next` to `expected` (deleting it when it had none), under its lock. */
+async function undoSwap(args: { fs: FsPromises; gitdir: string; ref: string; expected: string | null; next: string; lock?: LockOptions }): Promise<void> {
+  const { fs, gitdir, ref, expected, next } = args;
+  const target = `${gitdir}/${ref}`;
+  const lock = await LockFile.acquire(fs, target, args.lock);
+  try {
+    if ((await readRef(fs, gitdir, ref)) !== next) return; // someone else has moved it since: not ours to undo
+    if (expected !== null) {
+      await lock.commit(`${expected}\n`);
+    } else {
+      await fs.unlink(target);
+      await fsyncDir(fs, dirname(target));
+    }
+  } finally {
+    await lock.release();
+  }
+}

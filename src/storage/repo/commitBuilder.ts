@@ -1,0 +1,104 @@
+import { formatCommitMessage, formatFolderCommitMessage, type ItemAction } from './commitMessage.js';
+import { historyEntry, type HistoryEntry } from './historyLog.js';
+import type { IndexEntry, IndexOverlay } from './itemIndex.js';
+import { LAYOUT, serializeFolderRule, serializeRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
+import type { ObjectStager } from '../git/objectStager.js';
+import type { TreeChange, TreeEditor } from '../git/treeEditor.js';
+
+/**
+ * What a transaction asks for: one state change of one item, which becomes
+ * exactly one commit. `put` writes content and record; `trash` moves the
+ * content under `.trash/`; `restore` moves it back; `purge` removes both.
+ */
+export interface ItemIntent {
+  mutation: 'put' | 'trash' | 'restore' | 'purge';
+  path: string;
+  record: ItemRecord;
+  /** New content, for `put`. */
+  content?: string;
+  action: ItemAction;
+  /** The commit message before the trailers. */
+  summary: string;
+  author: { name: string; email: string };
+  when: Date;
+}
+
+/** Sets (or, with null, removes) the rule of a folder. */
+export interface FolderRuleIntent {
+  mutation: 'folderRule';
+  folder: string;
+  rule: FolderRule | null;
+  summary: string;
+  author: { name: string; email: string };
+  when: Date;
+}
+
+export type WriteIntent = ItemIntent | FolderRuleIntent;
+
+/**
+ * The commit builder: turns one write intent into the blobs, the rewritten
+ * trees (only those on the changed paths) and the commit object, all staged
+ * in memory until the batch is flushed. One intent, one commit; content and
+ * record change together (design.md, storage rules 1, 4 and 7).
+ */
+export async function buildCommit(args: {
+  intent: WriteIntent;
+  trees: TreeEditor;
+  overlay: IndexOverlay;
+  head: string | null;
+  root: string | null;
+  stager: ObjectStager;
+  written: Map<string, string>;
+}): Promise<{ commitId: string; root: string; entry: IndexEntry | null; history: HistoryEntry }> {
+  const { intent, stager } = args;
+  const { changes, entry, message } =
+    intent.mutation === 'folderRule' ? folderChanges(intent, stager) : itemChanges(intent, args);
+  const root = await args.trees.apply(args.root, changes, stager);
+  const author = { ...intent.author, timestamp: Math.floor(intent.when.getTime() / 1000) };
+  const parents = args.head ? [args.head] : [];
+  const commitId = stager.writeCommit({ tree: root, parents, author, message });
+  return { commitId, root, entry, history: historyEntry(commitId, { parent: args.head, message, author }) };
+}
+
+function itemChanges(
+  intent: ItemIntent,
+  args: { overlay: IndexOverlay; stager: ObjectStager; written: Map<string, string> },
+): { changes: TreeChange[]; entry: IndexEntry | null; message: string } {
+  const { path, record } = intent;
+  const { stager } = args;
+  const current = args.overlay.get(path);
+  const changes: TreeChange[] = [];
+  let blobOid: string;
+  if (intent.mutation === 'put') {
+    const content = intent.content ?? '';
+    blobOid = stager.writeBlob(Buffer.from(content, 'utf8'));
+    args.written.set(blobOid, content);
+    changes.push({ path, oid: blobOid });
+  } else {
+    if (!current) throw new Error(`no entry at ${path} to ${intent.mutation}`);
+    blobOid = current.blobOid;
+    changes.push(
+      { path, oid: intent.mutation === 'restore' ? blobOid : null },
+      { path: LAYOUT.trashPath(path), oid: intent.mutation === 'trash' ? blobOid : null },
+    );
+  }
+  let entry: IndexEntry | null = null;
+  if (intent.mutation === 'purge') {
+    changes.push({ path: LAYOUT.recordPath(path), oid: null });
+  } else {
+    const recordOid = stager.writeBlob(Buffer.from(serializeRecord(record), 'utf8'));
+    changes.push({ path: LAYOUT.recordPath(path), oid: recordOid });
+    entry = { record, blobOid, recordOid };
+  }
+  const message = formatCommitMessage(intent.summary, { itemId: record.id, itemPath: path, action: intent.action });
+  return { changes, entry, message };
+}
+
+function folderChanges(
+  intent: FolderRuleIntent,
+  stager: ObjectStager,
+): { changes: TreeChange[]; entry: null; message: string } {
+  const oid = intent.rule ? stager.writeBlob(Buffer.from(serializeFolderRule(intent.rule), 'utf8')) : null;
+  const changes = [{ path: LAYOUT.folderRulePath(intent.folder), oid }];
+  return { changes, entry: null, message: formatFolderCommitMessage(intent.summary, intent.folder) };
+}

@@ -1,0 +1,190 @@
+import { errnoCode } from '../../common/errors.js';
+import type { Logger } from '../../common/log.js';
+import { messageBody, parseTrailers, type ItemAction } from './commitMessage.js';
+import { writeFileDurable } from '../fs/durable.js';
+import type { FsPromises } from '../fs/fs.js';
+
+/** One commit on main, as history and the change feed need it. */
+export interface HistoryEntry {
+  commitId: string;
+  parent: string | null;
+  /** Present when the commit changed an item (its `Item-*` trailers). */
+  item?: { id: string; path: string; action: ItemAction };
+  /** The message without the store's trailers. */
+  message: string;
+  author: { name: string; email: string };
+  /** Whole seconds since the epoch. */
+  timestamp: number;
+}
+
+export interface CommitFacts {
+  parent: string | null;
+  message: string;
+  author: { name: string; email: string; timestamp: number };
+}
+
+/** The first line of the log file: the format, so a future layout is rebuilt rather than misread. */
+const HEADER = '{"knowledgeHistoryLog":1}';
+
+/**
+ * Every commit of main, oldest first, with a per-item index (design.md,
+ * storage rule 6): an item's history is a map lookup, never `git log -- path`,
+ * which walks the whole repository.
+ *
+ * It is derived data, kept beside the repository in `knowledge-history.jsonl`
+ * (inside the bare repository's directory: git ignores it and a clone does not
+ * carry it). Lines are appended after each published batch, without fsync:
+ * at startup the log is checked against the branch, and commits it lacks are
+ * read from git (from the head back to the last commit it knows), so a lost
+ * tail costs a short catch-up, and a log of another history a full rebuild.
+ */
+export class HistoryLog {
+  private entries: HistoryEntry[] = [];
+  private readonly positions = new Map<string, number>();
+  private readonly byItem = new Map<string, HistoryEntry[]>();
+
+  private constructor(
+    private readonly fs: FsPromises,
+    private readonly file: string,
+    private readonly logger: Logger,
+  ) {}
+
+  static async load(args: {
+    fs: FsPromises;
+    gitdir: string;
+    head: string | null;
+    readCommit: (oid: string) => Promise<CommitFacts>;
+    logger: Logger;
+  }): Promise<HistoryLog> {
+    const log = new HistoryLog(args.fs, `${args.gitdir}/knowledge-history.jsonl`, args.logger);
+    const stored = await log.readStored();
+    stored.forEach((e) => log.push(e));
+    const missing: HistoryEntry[] = [];
+    let cursor = args.head;
+    while (cursor !== null && !log.positions.has(cursor)) {
+      const facts = await args.readCommit(cursor);
+      missing.push(historyEntry(cursor, facts));
+      cursor = facts.parent;
+    }
+    const keep = cursor === null ? 0 : (log.positions.get(cursor) as number) + 1;
+    const rewrite = keep !== stored.length || missing.length > 0;
+    if (keep !== stored.length) log.reset(stored.slice(0, keep));
+    missing.reverse().forEach((e) => log.push(e));
+    if (rewrite) {
+      if (missing.length > 0) args.logger.info('history log caught up', { commitsRead: missing.length, kept: keep });
+      await log.persistAll();
+    }
+    return log;
+  }
+
+  get head(): string | null {
+    return this.entries[this.entries.length - 1]?.commitId ?? null;
+  }
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  /** The item's commits, oldest first (version 1 is the first). */
+  itemHistory(itemId: string): readonly HistoryEntry[] {
+    return this.byItem.get(itemId) ?? [];
+  }
+
+  /** Entries after `commitId`, oldest first; undefined when the commit is not on main. */
+  after(commitId: string): readonly HistoryEntry[] | undefined {
+    const at = this.positions.get(commitId);
+    return at === undefined ? undefined : this.entries.slice(at + 1);
+  }
+
+  has(commitId: string): boolean {
+    return this.positions.has(commitId);
+  }
+
+  /** Records newly published commits (in order, continuing the head) and appends them to the file. */
+  async append(entries: readonly HistoryEntry[]): Promise<void> {
+    entries.forEach((e) => this.push(e));
+    try {
+      await this.fs.appendFile(this.file, entries.map((e) => `${serialize(e)}\n`).join(''));
+    } catch (err) {
+      // The log is a cache of the branch: the next start catches up from git.
+      this.logger.warn('could not append to the history log', { error: String(err) });
+    }
+  }
+
+  private push(entry: HistoryEntry): void {
+    this.positions.set(entry.commitId, this.entries.length);
+    this.entries.push(entry);
+    if (entry.item) {
+      let list = this.byItem.get(entry.item.id);
+      if (!list) this.byItem.set(entry.item.id, (list = []));
+      list.push(entry);
+    }
+  }
+
+  private reset(entries: HistoryEntry[]): void {
+    this.entries = [];
+    this.positions.clear();
+    this.byItem.clear();
+    entries.forEach((e) => this.push(e));
+  }
+
+  private async persistAll(): Promise<void> {
+    const text = [HEADER, ...this.entries.map(serialize)].join('\n');
+    await writeFileDurable(this.fs, this.file, `${text}\n`);
+  }
+
+  /** The stored entries up to the first line that is damaged or does not continue the chain. */
+  private async readStored(): Promise<HistoryEntry[]> {
+    let text: string;
+    try {
+      text = await this.fs.readFile(this.file, 'utf8');
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return [];
+      throw err;
+    }
+    const lines = text.split('\n');
+    if (lines[0] !== HEADER) return [];
+    const out: HistoryEntry[] = [];
+    for (const line of lines.slice(1)) {
+      const entry = parse(line);
+      if (!entry || entry.parent !== (out[out.length - 1]?.commitId ?? null)) break;
+      out.push(entry);
+    }
+    return out;
+  }
+}
+
+export function historyEntry(commitId: string, facts: CommitFacts): HistoryEntry {
+  const trailers = parseTrailers(facts.message);
+  return {
+    commitId,
+    parent: facts.parent,
+    ...(trailers ? { item: { id: trailers.itemId, path: trailers.itemPath, action: trailers.action } } : {}),
+    message: messageBody(facts.message),
+    author: { name: facts.author.name, email: facts.author.email },
+    timestamp: facts.author.timestamp,
+  };
+}
+
+function serialize(e: HistoryEntry): string {
+  return JSON.stringify([e.commitId, e.parent, e.item?.id ?? null, e.item?.path ?? null, e.item?.action ?? null, e.message, e.author.name, e.author.email, e.timestamp]);
+}
+
+function parse(line: string): HistoryEntry | null {
+  try {
+    const v = JSON.parse(line) as unknown;
+    if (!Array.isArray(v) || v.length !== 9) return null;
+    const [commitId, parent, id, path, action, message, name, email, timestamp] = v as [string, string | null, string | null, string | null, ItemAction | null, string, string, string, number];
+    if (typeof commitId !== 'string' || typeof message !== 'string' || typeof timestamp !== 'number') return null;
+    return {
+      commitId,
+      parent,
+      ...(id && path && action ? { item: { id, path, action } } : {}),
+      message,
+      author: { name, email },
+      timestamp,
+    };
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,181 @@
+import { randomBytes } from 'node:crypto';
+import git from 'isomorphic-git';
+import { errnoCode } from '../../common/errors.js';
+import type { Logger } from '../../common/log.js';
+import { fsyncDir, fsyncTree, pathExists } from '../fs/durable.js';
+import { OrgAlreadyExists } from '../errors.js';
+import type { FsPromises } from '../fs/fs.js';
+import { LAYOUT, STORE_CONFIG } from './itemRecord.js';
+import { ObjectStager } from '../git/objectStager.js';
+import { OrgRepo } from './orgRepo.js';
+import { runGit } from '../git/gitCli.js';
+import { compareAndSwapRef, MAIN_REF } from '../git/refs.js';
+import { TreeEditor } from '../git/treeEditor.js';
+
+/**
+ * The organizations of a data directory: `<dataDir>/orgs/<orgId>.git`, one
+ * bare repository each. Repositories are opened on first use and kept open,
+ * so an organization created by the CLI while the server runs is picked up by
+ * the first request that names it.
+ */
+export class OrgStore {
+  private readonly open = new Map<string, Promise<OrgRepo | null>>();
+  readonly root: string;
+
+  constructor(
+    private readonly options: {
+      fs: FsPromises;
+      dataDir: string;
+      logger: Logger;
+      /** True in the process that owns the data dir (the server): lock files left by a crash are removed on open. */
+      owner?: boolean;
+      /** Repack a repository automatically once this many loose objects pile up (0: never). */
+      autoRepackObjects?: number;
+    },
+  ) {
+    this.root = `${options.dataDir}/orgs`;
+  }
+
+  gitdirOf(orgId: string): string {
+    return `${this.root}/${orgId}.git`;
+  }
+
+  async exists(orgId: string): Promise<boolean> {
+    return pathExists(this.options.fs, `${this.gitdirOf(orgId)}/HEAD`);
+  }
+
+  async list(): Promise<string[]> {
+    try {
+      const names = await this.options.fs.readdir(this.root);
+      return names.filter((n) => n.endsWith('.git') && !n.startsWith('.')).map((n) => n.slice(0, -4)).sort();
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return [];
+      throw err;
+    }
+  }
+
+  /** The organization's repository, or null when there is no such organization. */
+  get(orgId: string): Promise<OrgRepo | null> {
+    let pending = this.open.get(orgId);
+    if (!pending) {
+      pending = this.openRepo(orgId);
+      this.open.set(orgId, pending);
+      // A failed or missing open is not cached: the organization may be created or repaired later.
+      pending.then(
+        (repo) => repo ?? this.open.delete(orgId),
+        () => this.open.delete(orgId),
+      );
+    }
+    return pending;
+  }
+
+  private async openRepo(orgId: string): Promise<OrgRepo | null> {
+    const { fs, logger } = this.options;
+    if (!(await this.exists(orgId))) return null;
+    const gitdir = this.gitdirOf(orgId);
+    if (this.options.owner) {
+      // Only this process writes refs here; a lock file present now was left by a crash.
+      await fs.unlink(`${gitdir}/${MAIN_REF}.lock`).then(
+        () => logger.warn('removed a ref lock left by a crash', { org: orgId }),
+        () => undefined,
+      );
+    }
+    const started = Date.now();
+    const repo = await OrgRepo.open({ orgId, fs, gitdir, logger, autoRepackObjects: this.options.autoRepackObjects });
+    logger.info('organization opened', { org: orgId, items: repo.itemCount, ms: Date.now() - started });
+    return repo;
+  }
+
+  /**
+   * Creates an organization's repository with one commit holding the store's
+   * format marker. Built in a temporary directory, made durable, then renamed
+   * into place: a crash never leaves a half-made organization.
+   */
+  async create(orgId: string, now: Date = new Date()): Promise<void> {
+    const { fs } = this.options;
+    await fs.mkdir(this.root, { recursive: true });
+    if (await this.exists(orgId)) throw new OrgAlreadyExists({ orgId });
+    const tmp = `${this.root}/.creating-${orgId}-${randomBytes(4).toString('hex')}`;
+    try {
+      await git.init({ fs: { promises: fs }, dir: tmp, gitdir: tmp, bare: true, defaultBranch: 'main' });
+      const stager = new ObjectStager();
+      const blob = stager.writeBlob(Buffer.from(`${JSON.stringify(STORE_CONFIG, null, 2)}\n`, 'utf8'));
+      const trees = new TreeEditor(async () => []);
+      const tree = await trees.apply(null, [{ path: LAYOUT.configPath, oid: blob }], stager);
+      const commit = stager.writeCommit({
+        tree,
+        parents: [],
+        author: { name: 'knowledge-store', email: 'knowledge-store', timestamp: Math.floor(now.getTime() / 1000) },
+        message: `Create organization ${orgId}\n`,
+      });
+      await stager.flush(fs, tmp);
+      await compareAndSwapRef({ fs, gitdir: tmp, expected: null, next: commit });
+      await fsyncTree(fs, tmp);
+      await fs.rename(tmp, this.gitdirOf(orgId));
+      await fsyncDir(fs, this.root);
+    } catch (err) {
+      await fs.rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+      const code = errnoCode(err);
+      if (code === 'ENOTEMPTY' || code === 'EEXIST') throw new OrgAlreadyExists({ orgId });
+      throw err;
+    }
+  }
+
+  /**
+   * Clones `source` (a git URL or path) into a temporary bare repository next to
+   * the organizations, for `org import` to check before `adopt` or `discard`.
+   * Objects are checked on receipt (transfer.fsckObjects: no `.git` or `..` tree
+   * entries), the clone keeps only `main`, and the remote is removed: its URL may
+   * hold a key.
+   */
+  async cloneForImport(orgId: string, source: string): Promise<{ gitdir: string; problems: string[] }> {
+    const { fs } = this.options;
+    await fs.mkdir(this.root, { recursive: true });
+    if (await this.exists(orgId)) throw new OrgAlreadyExists({ orgId });
+    const gitdir = `${this.root}/.importing-${orgId}-${randomBytes(4).toString('hex')}`;
+    const local = !/^[a-z][a-z0-9+.-]*:\/\//i.test(source);
+    const clone = await runGit([
+      '-c', 'transfer.fsckObjects=true',
+      '-c', 'protocol.file.allow=always',
+      'clone', '--bare', '--quiet', ...(local ? ['--no-local'] : []), '--', source, gitdir,
+    ]);
+    if (clone.code !== 0) return { gitdir, problems: [`git clone failed: ${redact(clone.output.trim(), source)}`] };
+    const git = (...argv: string[]) => runGit(['--git-dir', gitdir, ...argv]);
+    await git('remote', 'remove', 'origin');
+    const main = await git('rev-parse', '--verify', '--quiet', `${MAIN_REF}^{commit}`);
+    if (main.code !== 0) return { gitdir, problems: ['the source has no branch main'] };
+    await git('symbolic-ref', 'HEAD', MAIN_REF);
+    const refs = (await git('for-each-ref', '--format=%(refname)')).output.split('\n').filter((r) => r && r !== MAIN_REF);
+    for (const ref of refs) await git('update-ref', '-d', ref);
+    return { gitdir, problems: [] };
+  }
+
+  /** Makes a checked import the organization's repository, durably. */
+  async adopt(gitdir: string, orgId: string): Promise<void> {
+    const { fs } = this.options;
+    await fsyncTree(fs, gitdir);
+    try {
+      await fs.rename(gitdir, this.gitdirOf(orgId));
+    } catch (err) {
+      const code = errnoCode(err);
+      if (code === 'ENOTEMPTY' || code === 'EEXIST') throw new OrgAlreadyExists({ orgId });
+      throw err;
+    }
+    await fsyncDir(fs, this.root);
+  }
+
+  async discard(gitdir: string): Promise<void> {
+    await this.options.fs.rm(gitdir, { recursive: true, force: true });
+  }
+
+  async closeAll(): Promise<void> {
+    const repos = await Promise.all([...this.open.values()].map((p) => p.catch(() => null)));
+    await Promise.all(repos.map((r) => r?.close()));
+  }
+}
+
+/** Keeps a key given in a source URL out of messages. */
+function redact(text: string, source: string): string {
+  const secret = /:\/\/[^/@]*:([^@/]+)@/.exec(source)?.[1];
+  return secret ? text.split(secret).join('***') : text;
+}

@@ -1,0 +1,120 @@
+import git from 'isomorphic-git';
+import type { FsPromises } from '../fs/fs.js';
+import { fsckStrict } from '../git/gitCli.js';
+import { LAYOUT, parseFolderRule, parseRecord, STORE_CONFIG, type FolderRule, type ItemRecord } from './itemRecord.js';
+import { readRef } from '../git/refs.js';
+import { listTreeFiles, treeReader } from '../git/treeWalk.js';
+
+/**
+ * The domain's rules for what a repository may hold (path rules, permission
+ * values), passed in: storage does not know them. Each returns problems, if any.
+ */
+export interface StoreRules {
+  itemPath(path: string): string | undefined;
+  record(record: ItemRecord): string[];
+  folderRule(folder: string, rule: FolderRule): string[];
+}
+
+export interface VerifyReport {
+  orgId: string;
+  head: string | null;
+  items: number;
+  trashed: number;
+  /** Empty when the repository is sound. */
+  problems: string[];
+}
+
+/**
+ * Checks one organization: C git's `fsck --strict` judges the objects and refs;
+ * then the head tree is checked against the store's own rules: every record
+ * has its content (at the path, or under `.trash/` when deleted), every file
+ * has a record, ids are unique.
+ */
+export async function verifyRepository(args: {
+  fs: FsPromises;
+  gitdir: string;
+  orgId: string;
+  rules?: StoreRules;
+}): Promise<VerifyReport> {
+  const { fs, gitdir, orgId, rules } = args;
+  const problems: string[] = [];
+  const fsck = await fsckStrict(gitdir);
+  if (fsck.code !== 0) problems.push(`git fsck --strict failed: ${fsck.output.trim() || `exit ${fsck.code}`}`);
+  const report: VerifyReport = { orgId, head: null, items: 0, trashed: 0, problems };
+  try {
+    report.head = await readRef(fs, gitdir);
+  } catch (err) {
+    problems.push(`cannot read refs/heads/main: ${String(err)}`);
+    return report;
+  }
+  if (!report.head) {
+    problems.push('refs/heads/main does not exist');
+    return report;
+  }
+  const cache = {};
+  const { commit } = await git.readCommit({ fs: { promises: fs }, gitdir, oid: report.head, cache });
+  const files = await listTreeFiles({ tree: commit.tree, readTree: treeReader(fs, gitdir, cache) });
+  const configOid = files.get(LAYOUT.configPath);
+  if (!configOid) problems.push(`${LAYOUT.configPath} is missing: not a knowledge store repository`);
+  else {
+    const text = Buffer.from((await git.readBlob({ fs: { promises: fs }, gitdir, oid: configOid, cache })).blob).toString('utf8');
+    let config: unknown;
+    try {
+      config = JSON.parse(text);
+    } catch {
+      config = undefined;
+    }
+    const c = (config ?? {}) as Record<string, unknown>;
+    if (c.format !== STORE_CONFIG.format || c.version !== STORE_CONFIG.version) {
+      problems.push(`${LAYOUT.configPath}: not a knowledge store repository of format version ${STORE_CONFIG.version}`);
+    }
+  }
+  const recordPrefix = `${LAYOUT.itemsRoot}/`;
+  const trashPrefix = `${LAYOUT.trashRoot}/`;
+  const accounted = new Set<string>([LAYOUT.configPath]);
+  const ids = new Map<string, string>();
+  for (const [file, oid] of files) {
+    if (!file.startsWith(recordPrefix)) continue;
+    accounted.add(file);
+    const path = file.slice(recordPrefix.length);
+    let record;
+    try {
+      const { blob } = await git.readBlob({ fs: { promises: fs }, gitdir, oid, cache });
+      record = parseRecord(Buffer.from(blob).toString('utf8'), file);
+    } catch (err) {
+      problems.push(`${file}: ${err instanceof Error ? err.message : String(err)}`);
+      continue;
+    }
+    if (record.path !== path) problems.push(`${file}: record names path "${record.path}"`);
+    const pathProblem = rules?.itemPath(path);
+    if (pathProblem) problems.push(`${path}: ${pathProblem}`);
+    for (const p of rules?.record(record) ?? []) problems.push(`${file}: ${p}`);
+    const other = ids.get(record.id);
+    if (other) problems.push(`${file}: id ${record.id} is also used by ${other}`);
+    ids.set(record.id, path);
+    const contentPath = record.deletedAt ? `${trashPrefix}${path}` : path;
+    if (record.deletedAt) report.trashed++;
+    else report.items++;
+    if (!files.has(contentPath)) problems.push(`${path}: record has no content at ${contentPath}`);
+    accounted.add(contentPath);
+    if ((record.deletedAt === null) !== (record.deletedBy === null)) problems.push(`${path}: deletedAt and deletedBy disagree`);
+  }
+  const rulePrefix = `${LAYOUT.foldersRoot}/`;
+  for (const [file, oid] of files) {
+    if (accounted.has(file)) continue;
+    if (file.startsWith(rulePrefix) && file.endsWith('/.rule.json')) {
+      const folder = file.slice(rulePrefix.length, -'/.rule.json'.length);
+      try {
+        const { blob } = await git.readBlob({ fs: { promises: fs }, gitdir, oid, cache });
+        const rule = parseFolderRule(Buffer.from(blob).toString('utf8'), file);
+        if (rule.folder !== folder) problems.push(`${file}: rule names folder "${rule.folder}"`);
+        for (const p of rules?.folderRule(folder, rule) ?? []) problems.push(`${file}: ${p}`);
+      } catch (err) {
+        problems.push(`${file}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      continue;
+    }
+    problems.push(`${file}: file has no item record`);
+  }
+  return report;
+}

@@ -1,0 +1,64 @@
+import { expect } from 'chai';
+import { formatCommitMessage, parseTrailers, type ItemAction, type ItemTrailers } from '../../../src/storage/repo/commitMessage.js';
+
+/** Trailers (design.md, storage rule 6): history is rebuilt from them, so a client message must not forge them. */
+
+const TRAILERS: ItemTrailers = { itemId: '7d1c4a9e-0b7f-4a43-9a53-3b8c1f9e2d10', itemPath: 'docs/guide.md', action: 'update' };
+
+describe('storage/commitMessage', () => {
+  it('round-trips the trailers for every action', () => {
+    for (const action of ['create', 'update', 'delete', 'restore', 'permissions', 'purge'] as ItemAction[]) {
+      const message = formatCommitMessage(`Do ${action}`, { ...TRAILERS, action });
+      expect(parseTrailers(message)).to.deep.equal({ ...TRAILERS, action });
+    }
+  });
+
+  it('writes the summary, a blank line, then the trailer block, ending in a newline', () => {
+    expect(formatCommitMessage('Update docs/guide.md', TRAILERS)).to.equal(
+      'Update docs/guide.md\n\nItem-Id: 7d1c4a9e-0b7f-4a43-9a53-3b8c1f9e2d10\nItem-Path: docs/guide.md\nItem-Action: update\n',
+    );
+  });
+
+  it('trims trailing whitespace from the summary so the trailers stay one paragraph', () => {
+    const message = formatCommitMessage('Summary\n\n\n  \n', TRAILERS);
+    expect(message).to.equal(`Summary\n\nItem-Id: ${TRAILERS.itemId}\nItem-Path: docs/guide.md\nItem-Action: update\n`);
+    expect(parseTrailers(message)).to.deep.equal(TRAILERS);
+  });
+
+  it('ignores fake trailers in a client message paragraph', () => {
+    const client = [
+      'Rewrite the guide',
+      '',
+      'Item-Id: 00000000-0000-0000-0000-000000000000',
+      'Item-Path: secret/payroll.md',
+      'Item-Action: delete',
+      '',
+      'More text after the fake block.',
+    ].join('\n');
+    expect(parseTrailers(formatCommitMessage(client, TRAILERS))).to.deep.equal(TRAILERS);
+  });
+
+  it('ignores a fake trailer block that ends the client message', () => {
+    const client = 'Rewrite\n\nItem-Id: forged\nItem-Path: other.md\nItem-Action: purge\n\n';
+    expect(parseTrailers(formatCommitMessage(client, TRAILERS))).to.deep.equal(TRAILERS);
+  });
+
+  it('ignores fake trailer lines on the summary line itself and in a one-paragraph message', () => {
+    const client = 'Item-Id: forged\nItem-Path: other.md\nItem-Action: purge';
+    expect(parseTrailers(formatCommitMessage(client, TRAILERS))).to.deep.equal(TRAILERS);
+  });
+
+  it('keeps a path with regex-like characters exactly', () => {
+    const trailers: ItemTrailers = { itemId: 'id', itemPath: 'a-b/c_d.e/f.tar.gz', action: 'create' };
+    expect(parseTrailers(formatCommitMessage('x', trailers))).to.deep.equal(trailers);
+  });
+
+  it('returns null when the last paragraph lacks a trailer', () => {
+    expect(parseTrailers('Create organization acme\n')).to.equal(null);
+    expect(parseTrailers('')).to.equal(null);
+    expect(parseTrailers('x\n\nItem-Id: a\nItem-Path: b.md\n')).to.equal(null);
+    expect(parseTrailers('x\n\nItem-Id: a\nItem-Action: create\n')).to.equal(null);
+    // Trailers in an earlier paragraph only: not trailers.
+    expect(parseTrailers('x\n\nItem-Id: a\nItem-Path: b.md\nItem-Action: create\n\nA closing remark.\n')).to.equal(null);
+  });
+});
