@@ -8,7 +8,7 @@ import { putItem } from '../src/domain/items.js';
 import { silentLogger } from '../src/common/log.js';
 import type { FsPromises } from '../src/storage/fs/fs.js';
 import { OrgStore } from '../src/storage/repo/orgStore.js';
-import { git } from './support/git.js';
+import { git, hostGit } from './support/git.js';
 import { api, startTestServer, type TestServer } from './support/server.js';
 import { tmpDir } from './support/tmp.js';
 
@@ -321,7 +321,7 @@ describe('cli (knowledge-store as a child process)', function () {
     beforeEach(async () => {
       dir = join(tmp.dir, `damaged-${Date.now()}-${Math.random().toString(16).slice(2)}`);
       onlyKey(await ok(['org', 'create', 'acme', '--data-dir', dir]));
-      const orgs = new OrgStore({ fs, dataDir: dir, logger: silentLogger });
+      const orgs = new OrgStore({ git: hostGit, fs, dataDir: dir, logger: silentLogger });
       const repo = await orgs.get('acme');
       if (!repo) throw new Error('org not found');
       const actor = { keyId: 'key_0000000000000001', keyName: 'test', orgId: 'acme', role: 'admin' as const };

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../common/clock.js';
 import type { FolderRule } from '../storage/repo/itemRecord.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { requireRole } from './access.js';
@@ -50,8 +51,9 @@ export async function setFolderRule(args: {
   folder: string;
   requiredReadPermission?: string;
   requiredWritePermission?: string;
+  clock?: Clock;
 }): Promise<FolderRuleView> {
-  const { repo, actor } = args;
+  const { repo, actor, clock = systemClock } = args;
   requireRole(actor, 'knowledge:admin');
   const folder = validateFolder(args.folder);
   const read = check('requiredReadPermission', args.requiredReadPermission, READ_REQUIREMENTS);
@@ -65,7 +67,7 @@ export async function setFolderRule(args: {
       result = current;
       return null;
     }
-    const when = new Date();
+    const when = clock();
     const empty = nextRead === INHERIT && nextWrite === INHERIT;
     const rule = empty ? null : { folder, requiredReadPermission: nextRead, requiredWritePermission: nextWrite, updatedAt: when.toISOString(), updatedBy: actor.keyId };
     result = rule ?? undefined;

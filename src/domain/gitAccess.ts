@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { sanitizeGitProtocol, uploadPack, type UploadPack } from '../storage/git/gitCli.js';
+import { sanitizeGitProtocol, type UploadPack } from '../storage/git/gitCli.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
 import { requireRole } from './access.js';
 import { OrgNotFound } from './errors.js';
@@ -21,6 +21,6 @@ export async function serveUploadPack(args: {
   if (actor.orgId !== orgId || !(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
   requireRole(actor, 'knowledge:admin');
   const protocol = sanitizeGitProtocol(args.gitProtocol);
-  const pack = uploadPack({ gitdir: orgs.gitdirOf(orgId), advertiseRefs: args.advertiseRefs, protocol, input: args.input });
+  const pack = orgs.uploadPack(orgId, { advertiseRefs: args.advertiseRefs, protocol, input: args.input });
   return { pack, protocolV2: protocol?.split(':').includes('version=2') ?? false };
 }

@@ -1,4 +1,6 @@
 import { createTwoFilesPatch } from 'diff';
+import type { Clock } from '../common/clock.js';
+import { isObjectId } from '../storage/git/objectFormat.js';
 import type { HistoryEntry } from '../storage/repo/historyLog.js';
 import type { IndexEntry } from '../storage/repo/itemIndex.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
@@ -18,11 +20,9 @@ export interface VersionView {
   timestamp: string;
 }
 
-const COMMIT_ID = /^[0-9a-f]{40}$/;
-
 /** A query's commit id must name a commit on this organization's main (else 400, never a 500 or a lookup elsewhere). */
 export function requireOwnCommit(repo: OrgRepo, commitId: string, field: 'ref' | 'since'): string {
-  if (!COMMIT_ID.test(commitId) || !repo.history.has(commitId)) {
+  if (!isObjectId(commitId) || !repo.history.has(commitId)) {
     throw new InvalidInput({ reason: `${field} must be the full id of a commit of this organization` });
   }
   return commitId;
@@ -110,6 +110,7 @@ export async function rollback(args: {
   path: string;
   version: number;
   maxContentBytes: number;
+  clock?: Clock;
 }): Promise<{ item: ItemView; commitId: string | null }> {
   const { repo, actor } = args;
   requireRole(actor, 'knowledge:write');
@@ -122,6 +123,7 @@ export async function rollback(args: {
     content: target.content ?? '',
     message: `Roll back ${entry.record.path} to version ${args.version}`,
     maxContentBytes: args.maxContentBytes,
+    clock: args.clock,
   });
   return { item, commitId };
 }

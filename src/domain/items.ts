@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { systemClock, type Clock } from '../common/clock.js';
 import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import type { OrgRepo, RepoView, WriteIntent } from '../storage/repo/orgRepo.js';
@@ -133,11 +134,12 @@ export interface PutItemInput {
   ifMatch?: TagCondition;
   ifNoneMatch?: TagCondition;
   maxContentBytes: number;
+  clock?: Clock;
 }
 
 /** Creates the item or updates it; each change is one commit, an identical PUT none. */
 export async function putItem(input: PutItemInput): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
-  const { repo, actor, content } = input;
+  const { repo, actor, content, clock = systemClock } = input;
   requireRole(actor, 'knowledge:write');
   const path = validatePath(input.path);
   const bytes = Buffer.byteLength(content, 'utf8');
@@ -152,7 +154,7 @@ export async function putItem(input: PutItemInput): Promise<{ item: ItemView; cr
   let unchanged: IndexEntry | undefined;
   const result = await repo.write((v) => {
     const current = v.get(path);
-    const when = new Date();
+    const when = clock();
     const author = authorOf(actor);
     if (!current) {
       checkNoConflict(v, path);
@@ -215,14 +217,14 @@ export async function putItem(input: PutItemInput): Promise<{ item: ItemView; cr
 }
 
 /** Soft delete: the content moves under `.trash/`, the record keeps who and when. */
-export async function deleteItem(args: { repo: OrgRepo; actor: Actor; path: string }): Promise<{ commitId: string }> {
-  const { repo, actor } = args;
+export async function deleteItem(args: { repo: OrgRepo; actor: Actor; path: string; clock?: Clock }): Promise<{ commitId: string }> {
+  const { repo, actor, clock = systemClock } = args;
   requireRole(actor, 'knowledge:admin');
   const path = validatePath(args.path);
   const result = await repo.write((v) => {
     const current = v.get(path);
     if (!readable(actor, current, v)) throw new ItemNotFound({ path });
-    const when = new Date();
+    const when = clock();
     const record: ItemRecord = { ...current.record, deletedAt: when.toISOString(), deletedBy: actor.keyId };
     const author = authorOf(actor);
     return intent({ mutation: 'trash', path, record, action: 'delete', summary: `Delete ${path}`, author, when });

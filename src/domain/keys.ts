@@ -1,4 +1,5 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { systemClock, type Clock } from '../common/clock.js';
 import type { KeyRecord, KeyStore } from '../storage/keys/keyStore.js';
 import { InvalidInput, KeyNotFound } from './errors.js';
 import { isRole, type Role } from './permissions.js';
@@ -41,7 +42,7 @@ export async function createKey(args: {
   orgId: string;
   role: string;
   name: string;
-  now?: Date;
+  clock?: Clock;
 }): Promise<{ key: KeyRecord; secret: string }> {
   const role = validateRole(args.role);
   const name = validateKeyName(args.name);
@@ -52,7 +53,7 @@ export async function createKey(args: {
     name,
     role,
     hash: hashSecret(secret),
-    createdAt: (args.now ?? new Date()).toISOString(),
+    createdAt: (args.clock ?? systemClock)().toISOString(),
     revokedAt: null,
     lastUsedAt: null,
   };
@@ -65,10 +66,10 @@ export function listKeys(args: { keys: KeyStore; orgId: string }): Promise<KeyRe
   return args.keys.list(args.orgId);
 }
 
-export async function revokeKey(args: { keys: KeyStore; keyId: string; orgId?: string; now?: Date }): Promise<KeyRecord> {
+export async function revokeKey(args: { keys: KeyStore; keyId: string; orgId?: string; clock?: Clock }): Promise<KeyRecord> {
   const existing = await args.keys.get(args.keyId);
   if (!existing || (args.orgId !== undefined && existing.orgId !== args.orgId)) throw new KeyNotFound({ keyId: args.keyId });
-  const at = (args.now ?? new Date()).toISOString();
+  const at = (args.clock ?? systemClock)().toISOString();
   const revoked = await args.keys.update(args.keyId, (k) => {
     k.revokedAt ??= at;
   });
@@ -80,13 +81,13 @@ export async function revokeKey(args: { keys: KeyStore; keyId: string; orgId?: s
  * The actor for a presented secret, or null for a missing, malformed, unknown or
  * revoked key. The lookup is by hash; the final comparison is constant-time.
  */
-export async function authenticate(args: { keys: KeyStore; secret: string | undefined; now?: Date }): Promise<Actor | null> {
+export async function authenticate(args: { keys: KeyStore; secret: string | undefined; clock?: Clock }): Promise<Actor | null> {
   const { keys, secret } = args;
   if (!secret || !SECRET_SHAPE.test(secret)) return null;
   const hash = hashSecret(secret);
   const key = await keys.findByHash(hash);
   if (!key || key.revokedAt !== null || !isRole(key.role)) return null;
   if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
-  keys.noteUsed(key.id, args.now ?? new Date());
+  keys.noteUsed(key.id, (args.clock ?? systemClock)());
   return { keyId: key.id, keyName: key.name, orgId: key.orgId, role: key.role };
 }

@@ -1,8 +1,7 @@
 import { KnowledgeError } from '../common/errors.js';
-import type { FsPromises } from '../storage/fs/fs.js';
+import { hideCredentials } from '../common/redact.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
-import { verifyRepository } from '../storage/repo/verify.js';
 import { STORE_RULES } from './integrity.js';
 import { createKey } from './keys.js';
 import { validateOrgId } from './orgs.js';
@@ -22,21 +21,20 @@ export class ImportRefused extends KnowledgeError<{ problems: string[] }> {
  * the repository. Keys are not in git: a new admin key is made.
  */
 export async function importOrganization(args: {
-  fs: FsPromises;
   orgs: OrgStore;
   keys: KeyStore;
   orgId: string;
   source: string;
   progress?: (line: string) => void;
 }): Promise<{ orgId: string; keyId: string; secret: string; items: number; trashed: number }> {
-  const { fs, orgs, keys, source, progress = () => undefined } = args;
+  const { orgs, keys, source, progress = () => undefined } = args;
   const orgId = validateOrgId(args.orgId);
-  progress(`Cloning ${source.replace(/:\/\/[^/@]*@/, '://***@')}...`);
+  progress(`Cloning ${hideCredentials(source, source)}...`);
   const { gitdir, problems } = await orgs.cloneForImport(orgId, source);
   try {
     if (problems.length > 0) throw new ImportRefused({ problems });
     progress('Checking the repository (git fsck --strict, records, paths)...');
-    const report = await verifyRepository({ fs, gitdir, orgId, rules: STORE_RULES });
+    const report = await orgs.verify(orgId, STORE_RULES, gitdir);
     if (report.problems.length > 0) throw new ImportRefused({ problems: report.problems });
     await orgs.adopt(gitdir, orgId);
     const { key, secret } = await createKey({ keys, orgId, role: 'admin', name: 'admin' });

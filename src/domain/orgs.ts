@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../common/clock.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
 import { InvalidInput } from './errors.js';
@@ -21,11 +22,11 @@ export async function createOrganization(args: {
   keys: KeyStore;
   orgId: string;
   keyName?: string;
-  now?: Date;
+  clock?: Clock;
 }): Promise<{ orgId: string; keyId: string; secret: string }> {
   const orgId = validateOrgId(args.orgId);
-  const now = args.now ?? new Date();
+  const now = (args.clock ?? systemClock)();
   await args.orgs.create(orgId, now);
-  const { key, secret } = await createKey({ keys: args.keys, orgId, role: 'admin', name: args.keyName ?? 'admin', now });
+  const { key, secret } = await createKey({ keys: args.keys, orgId, role: 'admin', name: args.keyName ?? 'admin', clock: () => now });
   return { orgId, keyId: key.id, secret };
 }

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../common/clock.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { requireRole } from './access.js';
 import { ItemNotFound } from './errors.js';
@@ -23,14 +24,14 @@ function trashedEntry(repo: OrgRepo, actor: Actor, rawPath: string) {
   return { path, entry };
 }
 
-export async function restoreItem(args: { repo: OrgRepo; actor: Actor; path: string }): Promise<ItemView> {
-  const { repo, actor } = args;
+export async function restoreItem(args: { repo: OrgRepo; actor: Actor; path: string; clock?: Clock }): Promise<ItemView> {
+  const { repo, actor, clock = systemClock } = args;
   trashedEntry(repo, actor, args.path);
   const result = await repo.write((v) => {
     // Decided again inside the write queue: a concurrent restore or purge may have come first.
     const current = v.get(args.path);
     if (!current || current.record.deletedAt === null) throw new ItemNotFound({ path: args.path });
-    const when = new Date();
+    const when = clock();
     const record = { ...current.record, deletedAt: null, deletedBy: null, updatedAt: when.toISOString(), updatedBy: actor.keyId };
     return { mutation: 'restore', path: args.path, record, action: 'restore', summary: `Restore ${args.path}`, author: authorOf(actor), when };
   });
@@ -38,12 +39,12 @@ export async function restoreItem(args: { repo: OrgRepo; actor: Actor; path: str
   return view(repo, result.entry, true);
 }
 
-export async function purgeItem(args: { repo: OrgRepo; actor: Actor; path: string }): Promise<void> {
-  const { repo, actor } = args;
+export async function purgeItem(args: { repo: OrgRepo; actor: Actor; path: string; clock?: Clock }): Promise<void> {
+  const { repo, actor, clock = systemClock } = args;
   const { path } = trashedEntry(repo, actor, args.path);
   await repo.write((v) => {
     const current = v.get(path);
     if (!current || current.record.deletedAt === null) throw new ItemNotFound({ path });
-    return { mutation: 'purge', path, record: current.record, action: 'purge', summary: `Purge ${path}`, author: authorOf(actor), when: new Date() };
+    return { mutation: 'purge', path, record: current.record, action: 'purge', summary: `Purge ${path}`, author: authorOf(actor), when: clock() };
   });
 }

@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import type { Config } from '../app/config.js';
+import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
@@ -8,11 +9,15 @@ import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';
 import { limitFailedAuthentication, limitPerKey } from './middleware/rateLimit.js';
 import { requestContext } from './middleware/requestContext.js';
-import { adminRoutes } from './routes/admin.js';
+import { changeRoutes } from './routes/changes.js';
+import type { RouteDeps } from './routes/common.js';
 import { dashboardRoutes } from './routes/dashboard.js';
+import { folderRoutes } from './routes/folders.js';
 import { gitRoutes } from './routes/git.js';
 import { historyRoutes } from './routes/history.js';
 import { itemRoutes } from './routes/items.js';
+import { keyRoutes } from './routes/keys.js';
+import { trashRoutes } from './routes/trash.js';
 import type { AppState } from './state.js';
 
 export interface AppDeps {
@@ -20,6 +25,8 @@ export interface AppDeps {
   orgs: OrgStore;
   keys: KeyStore;
   logger: Logger;
+  /** Where "now" comes from (the system clock unless given). */
+  clock?: Clock;
   /** Where the built dashboard lives (dist/dashboard of this package unless given). */
   dashboardDir?: string;
 }
@@ -34,14 +41,15 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const { config } = deps;
   const failedAuth = limitFailedAuthentication({ perMinute: config.rateLimitAuthFailures, burst: config.rateLimitAuthFailuresBurst });
   const perKey = limitPerKey({ perMinute: config.rateLimitPerKey, burst: config.rateLimitPerKeyBurst });
-  const auth = requireApiKey(deps);
+  const routeDeps: RouteDeps = { ...deps, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes };
+  const auth = requireApiKey(routeDeps);
   // An address that keeps failing is refused before its key is looked at; a good key then spends its own quota.
   const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));
-  const router = itemRoutes({ maxContentBytes: deps.config.maxContentBytes, logger: deps.logger });
-  router.use(historyRoutes({ maxContentBytes: deps.config.maxContentBytes }).routes());
-  router.use(adminRoutes({ keys: deps.keys }).routes());
-  router.use(gitRoutes(deps).routes());
-  router.use(dashboardRoutes({ dir: deps.dashboardDir }).routes());
+  // One route file per domain file: items, history, trash, folders, changes, keys, git access, the dashboard.
+  const router = itemRoutes(routeDeps);
+  for (const routes of [historyRoutes, trashRoutes, folderRoutes, changeRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
+    router.use(routes(routeDeps).routes());
+  }
 
   app.use(requestContext(deps.logger));
   app.use(errorEnvelope(deps.logger));

@@ -19,7 +19,7 @@ import type { ItemRecord } from '../../src/storage/repo/itemRecord.js';
 import { KeyStore } from '../../src/storage/keys/keyStore.js';
 import { OrgRepo, type RepoView, type WriteIntent } from '../../src/storage/repo/orgRepo.js';
 import { OrgStore } from '../../src/storage/repo/orgStore.js';
-import { commitCount } from '../support/git.js';
+import { commitCount, hostGit } from '../support/git.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { tmpDir } from '../support/tmp.js';
 import { textRecord } from '../support/records.js';
@@ -98,7 +98,7 @@ const rows: string[][] = [];
 let exitCode = 0;
 try {
   // ---- fixture ----
-  const orgs = new OrgStore({ fs, dataDir, logger: silentLogger });
+  const orgs = new OrgStore({ git: hostGit, fs, dataDir, logger: silentLogger });
   await orgs.create(ORG, new Date(EPOCH));
   const gitdir = orgs.gitdirOf(ORG);
   let repo = await OrgRepo.open({ orgId: ORG, fs, gitdir, logger: silentLogger });

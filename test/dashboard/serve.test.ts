@@ -72,7 +72,7 @@ describe('Dashboard files: served by the server at /dashboard with strict header
   it('a missing build is a clear 503 in text, not a crash', async () => {
     const empty = await tmpDir('ks-no-dashboard');
     const app = new Koa();
-    app.use(dashboardRoutes({ dir: empty.dir }).routes());
+    app.use(dashboardRoutes({ dashboardDir: empty.dir }).routes());
     const http503 = http.createServer(app.callback());
     await new Promise<void>((resolve) => http503.listen(0, '127.0.0.1', resolve));
     try {

@@ -56,7 +56,7 @@ describe('domain/keys', () => {
     });
 
     it('stores the SHA-256 of the secret and never the secret itself', async () => {
-      const { key, secret } = await createKey({ keys, orgId: 'acme', role: 'admin', name: 'root', now: new Date('2024-05-01T10:00:00Z') });
+      const { key, secret } = await createKey({ keys, orgId: 'acme', role: 'admin', name: 'root', clock: () => new Date('2024-05-01T10:00:00Z') });
       expect(key.hash).to.equal(sha256(secret));
       expect(hashSecret(secret)).to.equal(sha256(secret));
       expect(key).to.include({ orgId: 'acme', role: 'admin', name: 'root', createdAt: '2024-05-01T10:00:00.000Z', revokedAt: null, lastUsedAt: null });
@@ -138,7 +138,7 @@ describe('domain/keys', () => {
       const a = await createKey({ keys, orgId: 'acme', role: 'admin', name: 'a' });
       const b = await createKey({ keys, orgId: 'acme', role: 'reader', name: 'b' });
       expect(await authenticate({ keys, secret: a.secret })).not.to.equal(null);
-      const revoked = await revokeKey({ keys, keyId: a.key.id, now: new Date('2024-06-01T00:00:00Z') });
+      const revoked = await revokeKey({ keys, keyId: a.key.id, clock: () => new Date('2024-06-01T00:00:00Z') });
       expect(revoked.revokedAt).to.equal('2024-06-01T00:00:00.000Z');
       expect(await authenticate({ keys, secret: a.secret })).to.equal(null);
       expect((await authenticate({ keys, secret: b.secret }))?.keyId).to.equal(b.key.id);
@@ -155,7 +155,7 @@ describe('domain/keys', () => {
     it('records the use in memory; list shows it and flushUsage writes it', async () => {
       const { key, secret } = await createKey({ keys, orgId: 'acme', role: 'reader', name: 'a' });
       const when = new Date('2024-07-01T12:00:00Z');
-      await authenticate({ keys, secret, now: when });
+      await authenticate({ keys, secret, clock: () => when });
       const [listed] = await keys.list('acme');
       expect(listed?.lastUsedAt).to.equal(when.toISOString());
       expect(vol.readFileSync('/data/keys.json', 'utf8')).not.to.include(when.toISOString());
@@ -180,8 +180,8 @@ describe('domain/keys', () => {
 
     it('keeps the first revocation time when revoked twice', async () => {
       const { key } = await createKey({ keys, orgId: 'acme', role: 'admin', name: 'a' });
-      await revokeKey({ keys, keyId: key.id, now: new Date('2024-01-01T00:00:00Z') });
-      const again = await revokeKey({ keys, keyId: key.id, now: new Date('2025-01-01T00:00:00Z') });
+      await revokeKey({ keys, keyId: key.id, clock: () => new Date('2024-01-01T00:00:00Z') });
+      const again = await revokeKey({ keys, keyId: key.id, clock: () => new Date('2025-01-01T00:00:00Z') });
       expect(again.revokedAt).to.equal('2024-01-01T00:00:00.000Z');
     });
   });

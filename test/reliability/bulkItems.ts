@@ -5,6 +5,7 @@ import { silentLogger } from '../../src/common/log.js';
 import type { FileHandleLike, FsPromises } from '../../src/storage/fs/fs.js';
 import { KeyStore } from '../../src/storage/keys/keyStore.js';
 import { OrgStore } from '../../src/storage/repo/orgStore.js';
+import { hostGit } from '../support/git.js';
 
 /**
  * Many large items, made fast: organization "default" is created in an empty data dir and filled
@@ -19,7 +20,7 @@ export async function writeBulkItems(args: {
 }): Promise<{ adminKey: string; ms: number }> {
   const started = Date.now();
   const fs = withoutFsync();
-  const orgs = new OrgStore({ fs, dataDir: args.dataDir, logger: silentLogger });
+  const orgs = new OrgStore({ git: hostGit, fs, dataDir: args.dataDir, logger: silentLogger });
   const keys = new KeyStore({ fs, dataDir: args.dataDir, logger: silentLogger });
   const { secret, keyId } = await createOrganization({ orgs, keys, orgId: 'default' });
   const repo = await orgs.get('default');

@@ -1,5 +1,8 @@
 import { execFile } from 'node:child_process';
-import { fsckStrict as runFsck } from '../../src/storage/git/gitCli.js';
+import { GitCli } from '../../src/storage/git/gitCli.js';
+
+/** C git with this process's environment, as the server gives it. */
+export const hostGit = new GitCli(process.env);
 
 /** Runs C git (the judge of what is on disk) and returns its stdout; rejects with stderr on a non-zero exit. */
 export function git(args: string[], options: { cwd?: string; gitdir?: string } = {}): Promise<string> {
@@ -22,6 +25,6 @@ export async function commitCount(gitdir: string): Promise<number> {
  * runner, which tolerates loose objects moved into a pack by a concurrent repack.
  */
 export async function fsckStrict(gitdir: string): Promise<void> {
-  const { code, output } = await runFsck(gitdir);
+  const { code, output } = await hostGit.fsckStrict(gitdir);
   if (code !== 0) throw new Error(`git --git-dir ${gitdir} fsck --strict failed: ${output}`);
 }

@@ -8,6 +8,7 @@ import type { FsPromises } from '../../src/storage/fs/fs.js';
 import { KeyStore } from '../../src/storage/keys/keyStore.js';
 import { OrgStore } from '../../src/storage/repo/orgStore.js';
 import { tmpDir } from './tmp.js';
+import { hostGit } from './git.js';
 
 export const fs = nodeFs as unknown as FsPromises;
 
@@ -49,7 +50,7 @@ export async function startTestServer(
       adminKey = /ks_\S+/.exec(line)?.[0] ?? '';
     },
   });
-  const orgs = new OrgStore({ fs, dataDir, logger: silentLogger });
+  const orgs = new OrgStore({ git: hostGit, fs, dataDir, logger: silentLogger });
   const keys = new KeyStore({ fs, dataDir, logger: silentLogger });
   return {
     url: server.url,

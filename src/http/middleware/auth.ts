@@ -1,4 +1,5 @@
 import type { Middleware } from 'koa';
+import type { Clock } from '../../common/clock.js';
 import { authenticate } from '../../domain/keys.js';
 import type { KeyStore } from '../../storage/keys/keyStore.js';
 import type { OrgStore } from '../../storage/repo/orgStore.js';
@@ -16,9 +17,9 @@ export function presentedKey(authorization: string, apiKeyHeader: string): strin
  * Runs before anything else is looked at: a missing, unknown or revoked key is
  * 401 `Invalid API key` on every API route, known or not (contract §2).
  */
-export function requireApiKey(deps: { keys: KeyStore; orgs: OrgStore }): Middleware<AppState> {
+export function requireApiKey(deps: { keys: KeyStore; orgs: OrgStore; clock?: Clock }): Middleware<AppState> {
   return async (ctx, next) => {
-    const actor = await authenticate({ keys: deps.keys, secret: presentedKey(ctx.get('Authorization'), ctx.get('X-API-Key')) });
+    const actor = await authenticate({ keys: deps.keys, secret: presentedKey(ctx.get('Authorization'), ctx.get('X-API-Key')), clock: deps.clock });
     const repo = actor && (await deps.orgs.get(actor.orgId));
     if (!actor || !repo) throw new Unauthorized();
     ctx.state.actor = actor;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from '../../common/log.js';
+import { standardHeaders } from '../headers.js';
 import type { AppState } from '../state.js';
 
 /** A request id on every response (contract §3), safe defaults on every response, and a debug access log. */
@@ -8,9 +9,7 @@ export function requestContext(logger: Logger): Middleware<AppState> {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
     ctx.state.requestId = randomUUID();
-    ctx.set('X-Request-Id', ctx.state.requestId);
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.set('Cache-Control', 'no-store');
+    ctx.set(standardHeaders(ctx.state.requestId));
     try {
       await next();
     } finally {

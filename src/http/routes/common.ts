@@ -3,10 +3,26 @@ import type { Middleware, ParameterizedContext } from 'koa';
 import { requireRole } from '../../domain/access.js';
 import { InvalidPath } from '../../domain/errors.js';
 import type { Permission } from '../../domain/permissions.js';
+import type { Clock } from '../../common/clock.js';
+import type { Logger } from '../../common/log.js';
+import type { KeyStore } from '../../storage/keys/keyStore.js';
+import type { OrgStore } from '../../storage/repo/orgStore.js';
 import { UnsupportedMediaType } from '../httpErrors.js';
 import type { AppState } from '../state.js';
 
 export const API_PREFIX = '/api/v1/knowledge';
+
+/** What route files may be given: each takes the part it uses. */
+export interface RouteDeps {
+  orgs: OrgStore;
+  keys: KeyStore;
+  logger: Logger;
+  clock: Clock;
+  /** The largest item content, in bytes. */
+  maxContentBytes: number;
+  /** Where the built dashboard lives. */
+  dashboardDir?: string;
+}
 
 /**
  * The path after `prefix` as the client wrote it, URL-decoded exactly once (contract §3):

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { ParameterizedContext } from 'koa';
 import { errnoCode } from '../../common/errors.js';
 import type { AppState } from '../state.js';
+import type { RouteDeps } from './common.js';
 
 export const DASHBOARD_PREFIX = '/dashboard';
 
@@ -58,8 +59,8 @@ function securityHeaders(ctx: ParameterizedContext<AppState>): void {
  * and every API call it makes carries the admin key the user typed. A missing build
  * is a clear 503, not a crash or a JSON 404.
  */
-export function dashboardRoutes(options: { dir?: string } = {}): Router<AppState> {
-  const dir = options.dir ?? defaultDashboardDir();
+export function dashboardRoutes(deps: Pick<RouteDeps, 'dashboardDir'> = {}): Router<AppState> {
+  const dir = deps.dashboardDir ?? defaultDashboardDir();
   const router = new Router<AppState>();
 
   for (const [suffix, { file, type }] of Object.entries(FILES)) {

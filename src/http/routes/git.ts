@@ -6,21 +6,19 @@ import { InvalidInput, OrgNotFound } from '../../domain/errors.js';
 import { serveUploadPack } from '../../domain/gitAccess.js';
 import { authenticate, type Actor } from '../../domain/keys.js';
 import { validateOrgId } from '../../domain/orgs.js';
-import type { Logger } from '../../common/log.js';
-import type { KeyStore } from '../../storage/keys/keyStore.js';
-import type { OrgStore } from '../../storage/repo/orgStore.js';
 import { GitAuthRequired, GitPushRefused, UnsupportedMediaType } from '../httpErrors.js';
 import type { AppState } from '../state.js';
+import type { RouteDeps } from './common.js';
 
 /** A fetch negotiation is wants and haves: megabytes at most. Anything bigger is abuse. */
 const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 
 /** `git clone http://x:<key>@host/git/<org>.git`: the key is the HTTP Basic password (contract §5). */
-async function gitActor(ctx: ParameterizedContext<AppState>, keys: KeyStore): Promise<Actor> {
+async function gitActor(ctx: ParameterizedContext<AppState>, deps: Pick<RouteDeps, 'keys' | 'clock'>): Promise<Actor> {
   const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(ctx.get('Authorization'));
   const decoded = basic ? Buffer.from(basic[1] as string, 'base64').toString('utf8') : '';
   const secret = decoded.includes(':') ? decoded.slice(decoded.indexOf(':') + 1) : undefined;
-  const actor = await authenticate({ keys, secret });
+  const actor = await authenticate({ keys: deps.keys, secret, clock: deps.clock });
   if (!actor) throw new GitAuthRequired();
   return actor;
 }
@@ -48,7 +46,7 @@ function limitBytes(max: number): Transform {
   });
 }
 
-export function gitRoutes(deps: { keys: KeyStore; orgs: OrgStore; logger: Logger }): Router<AppState> {
+export function gitRoutes(deps: Pick<RouteDeps, 'keys' | 'orgs' | 'logger' | 'clock'>): Router<AppState> {
   const router = new Router<AppState>();
 
   const finish = (ctx: ParameterizedContext<AppState>, done: Promise<{ code: number | null; stderr: string }>): void => {
@@ -62,7 +60,7 @@ export function gitRoutes(deps: { keys: KeyStore; orgs: OrgStore; logger: Logger
     const service = ctx.query.service;
     if (service === 'git-receive-pack') throw new GitPushRefused();
     if (service !== 'git-upload-pack') throw new InvalidInput({ reason: 'Only smart HTTP (service=git-upload-pack) is served' });
-    const actor = await gitActor(ctx, deps.keys);
+    const actor = await gitActor(ctx, deps);
     const { pack, protocolV2 } = await serveUploadPack({ orgs: deps.orgs, actor, orgId, advertiseRefs: true, gitProtocol: ctx.get('Git-Protocol') });
     finish(ctx, pack.done);
     const body = new PassThrough();
@@ -76,7 +74,7 @@ export function gitRoutes(deps: { keys: KeyStore; orgs: OrgStore; logger: Logger
 
   router.post('/git/:repo/git-upload-pack', async (ctx) => {
     const orgId = orgOf(ctx.params.repo);
-    const actor = await gitActor(ctx, deps.keys);
+    const actor = await gitActor(ctx, deps);
     if (ctx.get('Content-Type') !== 'application/x-git-upload-pack-request') {
       throw new UnsupportedMediaType({ contentType: ctx.get('Content-Type') });
     }

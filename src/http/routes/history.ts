@@ -3,13 +3,13 @@ import { diffVersions, getHistory, rollback } from '../../domain/history.js';
 import { presentItem } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validation.js';
-import { API_PREFIX, jsonBody, pathAfter, requirePermission, SMALL_BODY_BYTES } from './common.js';
+import { API_PREFIX, jsonBody, pathAfter, requirePermission, SMALL_BODY_BYTES, type RouteDeps } from './common.js';
 
 const HISTORY_PREFIX = `${API_PREFIX}/history`;
 const DIFF_PREFIX = `${API_PREFIX}/diff`;
 
 /** History, diff and rollback (contract §4): every version reachable, history never rewritten. */
-export function historyRoutes(options: { maxContentBytes: number }): Router<AppState> {
+export function historyRoutes(options: Pick<RouteDeps, 'maxContentBytes' | 'clock'>): Router<AppState> {
   const router = new Router<AppState>();
 
   router.get(`${HISTORY_PREFIX}{/*path}`, async (ctx) => {
@@ -29,7 +29,7 @@ export function historyRoutes(options: { maxContentBytes: number }): Router<AppS
     validateQuery.none(ctx.query);
     const { path, version } = validateBody.rollback(ctx.request.body);
     const { actor, repo } = ctx.state;
-    const { item } = await rollback({ repo, actor, path, version, maxContentBytes: options.maxContentBytes });
+    const { item } = await rollback({ repo, actor, path, version, maxContentBytes: options.maxContentBytes, clock: options.clock });
     ctx.body = { success: true, data: { item: presentItem(actor.orgId, item) } };
   });
 

@@ -3,15 +3,14 @@ import Router from '@koa/router';
 import { InvalidInput } from '../../domain/errors.js';
 import { getItemAtRef, getItemVersion } from '../../domain/history.js';
 import { deleteItem, getItem, itemViews, putItem, selectItems } from '../../domain/items.js';
-import type { Logger } from '../../common/log.js';
-import { API_PREFIX, jsonBody, pathAfter, requirePermission } from './common.js';
+import { API_PREFIX, jsonBody, pathAfter, requirePermission, type RouteDeps } from './common.js';
 import { formatEtag, itemListBody, parseEtagCondition, presentItem } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validation.js';
 
 const ITEMS_PREFIX = `${API_PREFIX}/items`;
 
-export function itemRoutes(options: { maxContentBytes: number; logger: Logger }): Router<AppState> {
+export function itemRoutes(options: Pick<RouteDeps, 'maxContentBytes' | 'logger' | 'clock'>): Router<AppState> {
   const router = new Router<AppState>();
   // The content limit plus room for the other fields and JSON escaping (contract §6).
   const parseJson = jsonBody(options.maxContentBytes + 64 * 1024);
@@ -83,6 +82,7 @@ export function itemRoutes(options: { maxContentBytes: number; logger: Logger })
       ifMatch: parseEtagCondition(ctx.get('If-Match')),
       ifNoneMatch: parseEtagCondition(ctx.get('If-None-Match')),
       maxContentBytes: options.maxContentBytes,
+      clock: options.clock,
     });
     ctx.set('ETag', formatEtag(item.etag));
     ctx.body = { success: true, data: { item: presentItem(actor.orgId, item) } };
@@ -91,7 +91,7 @@ export function itemRoutes(options: { maxContentBytes: number; logger: Logger })
   router.delete(itemRoute, requirePermission('knowledge:admin'), async (ctx) => {
     validateQuery.none(ctx.query);
     const { actor, repo } = ctx.state;
-    await deleteItem({ repo, actor, path: pathAfter(ctx, ITEMS_PREFIX) });
+    await deleteItem({ repo, actor, path: pathAfter(ctx, ITEMS_PREFIX), clock: options.clock });
     ctx.body = { success: true, data: { message: 'Knowledge item deleted' } };
   });
 

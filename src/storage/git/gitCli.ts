@@ -1,76 +1,12 @@
 import { execFile, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 
-/**
- * C git serves clones and fetches (design.md, storage rule 9): isomorphic-git
- * cannot run upload-pack. Only upload-pack, and only in stateless-rpc mode, the
- * way `git http-backend` runs it; receive-pack is never started, so nothing can
- * be pushed.
- */
+/** A running `git upload-pack`: its output, and how it ended. */
 export interface UploadPack {
   stdout: Readable;
   /** Resolves with git's exit code and what it wrote on stderr. */
   done: Promise<{ code: number | null; stderr: string }>;
   kill(): void;
-}
-
-/** `Git-Protocol` header values git sends: `version=2`, possibly with other `key=value` pairs. */
-export function sanitizeGitProtocol(header: string): string | undefined {
-  const parts = header.split(':').filter((p) => /^[a-z0-9-]+=[a-z0-9.-]+$/i.test(p));
-  return parts.length > 0 ? parts.join(':') : undefined;
-}
-
-export function uploadPack(args: {
-  gitdir: string;
-  advertiseRefs: boolean;
-  protocol?: string;
-  input?: Readable;
-  /** Kills git when it runs longer than this (a stuck or abusive client). */
-  timeoutMs?: number;
-}): UploadPack {
-  const argv = ['upload-pack', '--stateless-rpc', ...(args.advertiseRefs ? ['--advertise-refs'] : []), args.gitdir];
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, GIT_CONFIG_NOSYSTEM: '1' };
-  if (args.protocol) env.GIT_PROTOCOL = args.protocol;
-  const child = spawn('git', argv, { env, stdio: ['pipe', 'pipe', 'pipe'] });
-  if (!args.input) child.stdin.end();
-  const timer = setTimeout(() => child.kill('SIGKILL'), args.timeoutMs ?? 10 * 60_000);
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => {
-    if (stderr.length < 4096) stderr += chunk.toString('utf8');
-  });
-  if (args.input) {
-    args.input.on('error', () => child.kill('SIGKILL'));
-    child.stdin.on('error', () => undefined); // git may stop reading early; its exit code tells
-    args.input.pipe(child.stdin);
-  }
-  const done = new Promise<{ code: number | null; stderr: string }>((resolve) => {
-    child.on('error', (err) => resolve({ code: -1, stderr: String(err) }));
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
-  return { stdout: child.stdout, done, kill: () => child.kill('SIGKILL') };
-}
-
-/** Runs C git to completion; never throws: the exit code and output tell what happened. */
-export function runGit(argv: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number; output: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      'git',
-      argv,
-      {
-        maxBuffer: 16 * 1024 * 1024,
-        timeout: options.timeoutMs ?? 30 * 60_000,
-        env: { ...process.env, GIT_TERMINAL_PROMPT: '0', ...options.env },
-      },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-        const why = err && typeof err.code !== 'number' ? `${err.message}\n` : '';
-        resolve({ code, output: `${why}${stdout}${stderr}` });
-      },
-    );
-  });
 }
 
 export interface ObjectCounts {
@@ -86,45 +22,118 @@ export interface RepackReport {
   full: boolean;
 }
 
-/** `git count-objects -v`, parsed. */
-export async function countObjects(gitdir: string): Promise<ObjectCounts> {
-  const { code, output } = await runGit(['--git-dir', gitdir, 'count-objects', '-v']);
-  if (code !== 0) throw new Error(`git count-objects failed: ${output.trim()}`);
-  const field = (name: string): number => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(output)?.[1] ?? 0);
-  return { loose: field('count'), packs: field('packs'), packBytes: field('size-pack') * 1024 };
+/** `Git-Protocol` header values git sends: `version=2`, possibly with other `key=value` pairs. */
+export function sanitizeGitProtocol(header: string): string | undefined {
+  const parts = header.split(':').filter((p) => /^[a-z0-9-]+=[a-z0-9.-]+$/i.test(p));
+  return parts.length > 0 ? parts.join(':') : undefined;
 }
 
 /**
- * Folds packs together. By default geometrically (`git repack -d
- * --geometric=2`): the small packs each group commit writes, and any loose
- * objects, are rolled into one, while large packs that already form a
- * progression are left alone, so the cost follows what is new, not the size
- * of the repository. `full` rewrites everything into one pack with deltas
- * (`-a -d`, as `knowledge-store gc --full`). Safe beside a writer: git never
- * removes an object it did not pack, nor anything unreachable.
+ * C git, run as a child process: it serves clones and fetches (isomorphic-git
+ * cannot run upload-pack), repacks, and judges repositories with fsck. The
+ * environment git runs with is handed in by whoever builds the process.
  */
-export async function repack(gitdir: string, options: { full?: boolean } = {}): Promise<RepackReport> {
-  const before = await countObjects(gitdir);
-  const full = options.full ?? false;
-  const { code, output } = await runGit(['--git-dir', gitdir, 'repack', '-d', '-q', ...(full ? ['-a'] : ['--geometric=2'])]);
-  if (code !== 0) throw new Error(`git repack failed: ${output.trim()}`);
-  return { before, after: await countObjects(gitdir), full };
-}
+export class GitCli {
+  constructor(private readonly env: NodeJS.ProcessEnv) {}
 
-/**
- * `git fsck --strict`, tolerant of one thing only: a repack running beside it
- * (the server's, or one left running by a server that was killed: SIGKILL does
- * not reach its child git) moves loose objects into a pack while fsck lists
- * them, which fsck reports as "unable to mmap ... No such file or directory".
- * When those are its only complaints, fsck runs again, up to three times.
- */
-export async function fsckStrict(gitdir: string): Promise<{ code: number; output: string }> {
-  let result = await runGit(['--git-dir', gitdir, 'fsck', '--strict', '--no-progress']);
-  for (let attempt = 1; attempt < 3 && result.code !== 0 && onlyVanishedLooseObjects(result.output); attempt++) {
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    result = await runGit(['--git-dir', gitdir, 'fsck', '--strict', '--no-progress']);
+  /**
+   * Only upload-pack, and only in stateless-rpc mode, the way `git http-backend`
+   * runs it; receive-pack is never started, so nothing can be pushed. git sees
+   * nothing of our environment but PATH and HOME, and no system config.
+   */
+  uploadPack(args: {
+    gitdir: string;
+    advertiseRefs: boolean;
+    protocol?: string;
+    input?: Readable;
+    /** Kills git when it runs longer than this (a stuck or abusive client). */
+    timeoutMs?: number;
+  }): UploadPack {
+    const argv = ['upload-pack', '--stateless-rpc', ...(args.advertiseRefs ? ['--advertise-refs'] : []), args.gitdir];
+    const env: NodeJS.ProcessEnv = { PATH: this.env.PATH, HOME: this.env.HOME, GIT_CONFIG_NOSYSTEM: '1' };
+    if (args.protocol) env.GIT_PROTOCOL = args.protocol;
+    const child = spawn('git', argv, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    if (!args.input) child.stdin.end();
+    const timer = setTimeout(() => child.kill('SIGKILL'), args.timeoutMs ?? 10 * 60_000);
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < 4096) stderr += chunk.toString('utf8');
+    });
+    if (args.input) {
+      args.input.on('error', () => child.kill('SIGKILL'));
+      child.stdin.on('error', () => undefined); // git may stop reading early; its exit code tells
+      args.input.pipe(child.stdin);
+    }
+    const done = new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      child.on('error', (err) => resolve({ code: -1, stderr: String(err) }));
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stderr });
+      });
+    });
+    return { stdout: child.stdout, done, kill: () => child.kill('SIGKILL') };
   }
-  return result;
+
+  /** Runs C git to completion; never throws: the exit code and output tell what happened. */
+  run(argv: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number; output: string }> {
+    return new Promise((resolve) => {
+      execFile(
+        'git',
+        argv,
+        {
+          maxBuffer: 16 * 1024 * 1024,
+          timeout: options.timeoutMs ?? 30 * 60_000,
+          env: { ...this.env, GIT_TERMINAL_PROMPT: '0', ...options.env },
+        },
+        (err, stdout, stderr) => {
+          const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+          const why = err && typeof err.code !== 'number' ? `${err.message}\n` : '';
+          resolve({ code, output: `${why}${stdout}${stderr}` });
+        },
+      );
+    });
+  }
+
+  /** `git count-objects -v`, parsed. */
+  async countObjects(gitdir: string): Promise<ObjectCounts> {
+    const { code, output } = await this.run(['--git-dir', gitdir, 'count-objects', '-v']);
+    if (code !== 0) throw new Error(`git count-objects failed: ${output.trim()}`);
+    const field = (name: string): number => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(output)?.[1] ?? 0);
+    return { loose: field('count'), packs: field('packs'), packBytes: field('size-pack') * 1024 };
+  }
+
+  /**
+   * Folds packs together. By default geometrically (`git repack -d
+   * --geometric=2`): the small packs each group commit writes, and any loose
+   * objects, are rolled into one, while large packs that already form a
+   * progression are left alone, so the cost follows what is new, not the size
+   * of the repository. `full` rewrites everything into one pack with deltas
+   * (`-a -d`, as `knowledge-store gc --full`). Safe beside a writer: git never
+   * removes an object it did not pack, nor anything unreachable.
+   */
+  async repack(gitdir: string, options: { full?: boolean } = {}): Promise<RepackReport> {
+    const before = await this.countObjects(gitdir);
+    const full = options.full ?? false;
+    const { code, output } = await this.run(['--git-dir', gitdir, 'repack', '-d', '-q', ...(full ? ['-a'] : ['--geometric=2'])]);
+    if (code !== 0) throw new Error(`git repack failed: ${output.trim()}`);
+    return { before, after: await this.countObjects(gitdir), full };
+  }
+
+  /**
+   * `git fsck --strict`, tolerant of one thing only: a repack running beside it
+   * (the server's, or one left running by a server that was killed: SIGKILL does
+   * not reach its child git) moves loose objects into a pack while fsck lists
+   * them, which fsck reports as "unable to mmap ... No such file or directory".
+   * When those are its only complaints, fsck runs again, up to three times.
+   */
+  async fsckStrict(gitdir: string): Promise<{ code: number; output: string }> {
+    let result = await this.run(['--git-dir', gitdir, 'fsck', '--strict', '--no-progress']);
+    for (let attempt = 1; attempt < 3 && result.code !== 0 && onlyVanishedLooseObjects(result.output); attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      result = await this.run(['--git-dir', gitdir, 'fsck', '--strict', '--no-progress']);
+    }
+    return result;
+  }
 }
 
 function onlyVanishedLooseObjects(output: string): boolean {

@@ -3,6 +3,11 @@ import type { Signature, TreeEntry } from './objectStager.js';
 
 export type ObjectType = 'blob' | 'tree' | 'commit';
 
+/** A full SHA-1 object id as git writes it: 40 lowercase hex digits. */
+export function isObjectId(value: string): boolean {
+  return /^[0-9a-f]{40}$/.test(value);
+}
+
 /** A git object before it is stored: its id, its type and its body (without the `<type> <size>\0` header). */
 export interface GitObject {
   oid: string;
@@ -15,7 +20,7 @@ export interface GitObject {
  * writers: those build a file-system wrapper, go through WebCrypto and
  * CompressionStream, and cost about 0.66 ms per object, which capped group
  * commit at ~100 commits/s. Node's own SHA-1 costs microseconds. The bytes are
- * the same as isomorphic-git's (test/storage/objectFormat.test.ts compares
+ * the same as isomorphic-git's (test/storage/git/objectFormat.test.ts compares
  * them on random input), so ids, and the pinned fixture, do not change.
  */
 export function gitObject(type: ObjectType, body: Buffer): GitObject {

@@ -112,12 +112,6 @@ export class ObjectStager {
     await fsyncDir(fs, dir);
     return { objects, packs: 1 };
   }
-
-  discard(): void {
-    this.objects.clear();
-    this.sealed = null;
-    this.count = 0;
-  }
 }
 
 /** Creates `path` with `data`, read-only as git leaves its packs, and returns once it is on disk. */

@@ -4,15 +4,15 @@ import type { FsPromises } from '../fs/fs.js';
 import { LockFile, type LockOptions } from '../fs/lockFile.js';
 import { fsyncDir } from '../fs/durable.js';
 import { dirname } from 'node:path';
+import { isObjectId } from './objectFormat.js';
 
 export const MAIN_REF = 'refs/heads/main';
-const OID = /^[0-9a-f]{40}$/;
 
 /** Reads a branch tip: the loose ref if there is one, else its line in packed-refs (after `git gc`). */
 export async function readRef(fs: FsPromises, gitdir: string, ref = MAIN_REF): Promise<string | null> {
   try {
     const value = (await fs.readFile(`${gitdir}/${ref}`, 'utf8')).trim();
-    if (!OID.test(value)) throw new Error(`${ref} holds "${value.slice(0, 60)}", not an object id`);
+    if (!isObjectId(value)) throw new Error(`${ref} holds "${value.slice(0, 60)}", not an object id`);
     return value;
   } catch (err) {
     if (errnoCode(err) !== 'ENOENT') throw err;
@@ -26,7 +26,7 @@ export async function readRef(fs: FsPromises, gitdir: string, ref = MAIN_REF): P
   }
   for (const line of packed.split('\n')) {
     const [oid, name] = line.split(' ');
-    if (name === ref && oid && OID.test(oid)) return oid;
+    if (name === ref && oid && isObjectId(oid)) return oid;
   }
   return null;
 }

@@ -1,7 +1,7 @@
 import { errnoCode } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { CorruptStore } from '../errors.js';
-import type { DirectoryWatch } from '../../app/fileWatch.js';
+import type { DirectoryWatch } from '../fs/fileWatch.js';
 import type { FsPromises } from '../fs/fs.js';
 import { fsyncDir } from '../fs/durable.js';
 import { withLock } from '../fs/lockFile.js';

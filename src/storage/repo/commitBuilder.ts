@@ -53,11 +53,29 @@ export async function buildCommit(args: {
   const { intent, stager } = args;
   const { changes, entry, message } =
     intent.mutation === 'folderRule' ? folderChanges(intent, stager) : itemChanges(intent, args);
-  const root = await args.trees.apply(args.root, changes, stager);
-  const author = { ...intent.author, timestamp: Math.floor(intent.when.getTime() / 1000) };
-  const parents = args.head ? [args.head] : [];
-  const commitId = stager.writeCommit({ tree: root, parents, author, message });
+  const { commitId, root, author } = await stageCommit({ ...args, changes, author: intent.author, when: intent.when, message });
   return { commitId, root, entry, history: historyEntry(commitId, { parent: args.head, message, author }) };
+}
+
+/**
+ * Stages one commit: the trees on the changed paths rewritten from `root`,
+ * then the commit on `head` (none for the first commit). Git wants whole
+ * seconds for the time.
+ */
+export async function stageCommit(args: {
+  trees: TreeEditor;
+  stager: ObjectStager;
+  root: string | null;
+  head: string | null;
+  changes: TreeChange[];
+  author: { name: string; email: string };
+  when: Date;
+  message: string;
+}): Promise<{ commitId: string; root: string; author: { name: string; email: string; timestamp: number } }> {
+  const root = await args.trees.apply(args.root, args.changes, args.stager);
+  const author = { ...args.author, timestamp: Math.floor(args.when.getTime() / 1000) };
+  const commitId = args.stager.writeCommit({ tree: root, parents: args.head ? [args.head] : [], author, message: args.message });
+  return { commitId, root, author };
 }
 
 function itemChanges(

@@ -24,6 +24,9 @@ export interface ItemRecord {
   deletedBy: string | null;
 }
 
+const FOLDERS_ROOT = '.knowledge/folders';
+const RULE_FILE = '.rule.json';
+
 /** Where things live in an organization's tree. Item paths never start with ".", so these never collide. */
 export const LAYOUT = {
   /** `.knowledge/items/<path>` holds the record of the item at `<path>` (live or in the trash). */
@@ -31,11 +34,20 @@ export const LAYOUT = {
   /** `.trash/<path>` holds the content of a soft-deleted item. */
   trashPath: (path: string): string => `.trash/${path}`,
   /** `.knowledge/folders/<folder>/.rule.json`: a folder's rule ("." never starts a folder name, so it cannot collide). */
-  folderRulePath: (folder: string): string => `.knowledge/folders/${folder}/.rule.json`,
-  foldersRoot: '.knowledge/folders',
+  folderRulePath: (folder: string): string => `${FOLDERS_ROOT}/${folder}/${RULE_FILE}`,
+  /** The folder whose rule the file at `file` holds, or undefined when it holds none. */
+  folderOfRulePath: (file: string): string | undefined =>
+    file.startsWith(`${FOLDERS_ROOT}/`) && file.endsWith(`/${RULE_FILE}`) ? file.slice(FOLDERS_ROOT.length + 1, -RULE_FILE.length - 1) : undefined,
+  /**
+   * The item that a file of the tree belongs to (its content, its record, or
+   * its content in the trash), or undefined for the store's own files.
+   */
+  itemOfPath: (file: string): string | undefined => {
+    for (const root of ['.knowledge/items/', '.trash/']) if (file.startsWith(root)) return file.slice(root.length);
+    return file.startsWith('.') ? undefined : file;
+  },
   itemsRoot: '.knowledge/items',
   trashRoot: '.trash',
-  metaRoot: '.knowledge',
   /** Marks the repository as a knowledge store and names the format version. */
   configPath: '.knowledge/config.json',
 } as const;

@@ -1,16 +1,20 @@
 import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import git from 'isomorphic-git';
 import { errnoCode } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import { fsyncDir, fsyncTree, pathExists } from '../fs/durable.js';
+import { hideCredentials } from '../../common/redact.js';
 import { OrgAlreadyExists } from '../errors.js';
+import { fsyncDir, fsyncTree, pathExists } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
-import { LAYOUT, STORE_CONFIG } from './itemRecord.js';
+import type { GitCli, ObjectCounts, RepackReport, UploadPack } from '../git/gitCli.js';
 import { ObjectStager } from '../git/objectStager.js';
-import { OrgRepo } from './orgRepo.js';
-import { runGit } from '../git/gitCli.js';
 import { compareAndSwapRef, MAIN_REF } from '../git/refs.js';
 import { TreeEditor } from '../git/treeEditor.js';
+import { stageCommit } from './commitBuilder.js';
+import { LAYOUT, STORE_CONFIG } from './itemRecord.js';
+import { OrgRepo } from './orgRepo.js';
+import { verifyRepository, type StoreRules, type VerifyReport } from './verify.js';
 
 /**
  * The organizations of a data directory: `<dataDir>/orgs/<orgId>.git`, one
@@ -27,6 +31,8 @@ export class OrgStore {
       fs: FsPromises;
       dataDir: string;
       logger: Logger;
+      /** C git: clones, repacks, fsck, upload-pack. */
+      git: GitCli;
       /** True in the process that owns the data dir (the server): lock files left by a crash are removed on open. */
       owner?: boolean;
       /** Repack a repository automatically once this many loose objects pile up (0: never). */
@@ -81,7 +87,7 @@ export class OrgStore {
       );
     }
     const started = Date.now();
-    const repo = await OrgRepo.open({ orgId, fs, gitdir, logger, autoRepackObjects: this.options.autoRepackObjects });
+    const repo = await OrgRepo.open({ orgId, fs, gitdir, logger, git: this.options.git, autoRepackObjects: this.options.autoRepackObjects });
     logger.info('organization opened', { org: orgId, items: repo.itemCount, ms: Date.now() - started });
     return repo;
   }
@@ -91,7 +97,7 @@ export class OrgStore {
    * format marker. Built in a temporary directory, made durable, then renamed
    * into place: a crash never leaves a half-made organization.
    */
-  async create(orgId: string, now: Date = new Date()): Promise<void> {
+  async create(orgId: string, now: Date): Promise<void> {
     const { fs } = this.options;
     await fs.mkdir(this.root, { recursive: true });
     if (await this.exists(orgId)) throw new OrgAlreadyExists({ orgId });
@@ -100,16 +106,18 @@ export class OrgStore {
       await git.init({ fs: { promises: fs }, dir: tmp, gitdir: tmp, bare: true, defaultBranch: 'main' });
       const stager = new ObjectStager();
       const blob = stager.writeBlob(Buffer.from(`${JSON.stringify(STORE_CONFIG, null, 2)}\n`, 'utf8'));
-      const trees = new TreeEditor(async () => []);
-      const tree = await trees.apply(null, [{ path: LAYOUT.configPath, oid: blob }], stager);
-      const commit = stager.writeCommit({
-        tree,
-        parents: [],
-        author: { name: 'knowledge-store', email: 'knowledge-store', timestamp: Math.floor(now.getTime() / 1000) },
+      const { commitId } = await stageCommit({
+        trees: new TreeEditor(async () => []),
+        stager,
+        root: null,
+        head: null,
+        changes: [{ path: LAYOUT.configPath, oid: blob }],
+        author: { name: 'knowledge-store', email: 'knowledge-store' },
+        when: now,
         message: `Create organization ${orgId}\n`,
       });
       await stager.flush(fs, tmp);
-      await compareAndSwapRef({ fs, gitdir: tmp, expected: null, next: commit });
+      await compareAndSwapRef({ fs, gitdir: tmp, expected: null, next: commitId });
       await fsyncTree(fs, tmp);
       await fs.rename(tmp, this.gitdirOf(orgId));
       await fsyncDir(fs, this.root);
@@ -134,13 +142,13 @@ export class OrgStore {
     if (await this.exists(orgId)) throw new OrgAlreadyExists({ orgId });
     const gitdir = `${this.root}/.importing-${orgId}-${randomBytes(4).toString('hex')}`;
     const local = !/^[a-z][a-z0-9+.-]*:\/\//i.test(source);
-    const clone = await runGit([
+    const clone = await this.options.git.run([
       '-c', 'transfer.fsckObjects=true',
       '-c', 'protocol.file.allow=always',
       'clone', '--bare', '--quiet', ...(local ? ['--no-local'] : []), '--', source, gitdir,
     ]);
-    if (clone.code !== 0) return { gitdir, problems: [`git clone failed: ${redact(clone.output.trim(), source)}`] };
-    const git = (...argv: string[]) => runGit(['--git-dir', gitdir, ...argv]);
+    if (clone.code !== 0) return { gitdir, problems: [`git clone failed: ${hideCredentials(clone.output.trim(), source)}`] };
+    const git = (...argv: string[]): Promise<{ code: number; output: string }> => this.options.git.run(['--git-dir', gitdir, ...argv]);
     await git('remote', 'remove', 'origin');
     const main = await git('rev-parse', '--verify', '--quiet', `${MAIN_REF}^{commit}`);
     if (main.code !== 0) return { gitdir, problems: ['the source has no branch main'] };
@@ -168,14 +176,33 @@ export class OrgStore {
     await this.options.fs.rm(gitdir, { recursive: true, force: true });
   }
 
+  /**
+   * C git's fsck and the store's own rules over one repository: an
+   * organization's, or (with `gitdir`) a clone being imported.
+   */
+  verify(orgId: string, rules: StoreRules, gitdir = this.gitdirOf(orgId)): Promise<VerifyReport> {
+    return verifyRepository({ fs: this.options.fs, git: this.options.git, gitdir, orgId, rules });
+  }
+
+  countObjects(orgId: string): Promise<ObjectCounts> {
+    return this.options.git.countObjects(this.gitdirOf(orgId));
+  }
+
+  /**
+   * Repacks from outside the server (`gc`): geometric by default, which is
+   * safe beside a running server; `full` only when none runs.
+   */
+  repack(orgId: string, options: { full?: boolean } = {}): Promise<RepackReport> {
+    return this.options.git.repack(this.gitdirOf(orgId), options);
+  }
+
+  /** Serves a clone or fetch of the organization's repository (read-only: upload-pack). */
+  uploadPack(orgId: string, args: { advertiseRefs: boolean; protocol?: string; input?: Readable }): UploadPack {
+    return this.options.git.uploadPack({ gitdir: this.gitdirOf(orgId), ...args });
+  }
+
   async closeAll(): Promise<void> {
     const repos = await Promise.all([...this.open.values()].map((p) => p.catch(() => null)));
     await Promise.all(repos.map((r) => r?.close()));
   }
-}
-
-/** Keeps a key given in a source URL out of messages. */
-function redact(text: string, source: string): string {
-  const secret = /:\/\/[^/@]*:([^@/]+)@/.exec(source)?.[1];
-  return secret ? text.split(secret).join('***') : text;
 }

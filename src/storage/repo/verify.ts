@@ -1,9 +1,9 @@
-import git from 'isomorphic-git';
 import type { FsPromises } from '../fs/fs.js';
-import { fsckStrict } from '../git/gitCli.js';
-import { LAYOUT, parseFolderRule, parseRecord, STORE_CONFIG, type FolderRule, type ItemRecord } from './itemRecord.js';
+import type { GitCli } from '../git/gitCli.js';
 import { readRef } from '../git/refs.js';
-import { listTreeFiles, treeReader } from '../git/treeWalk.js';
+import { listTreeFiles } from '../git/treeWalk.js';
+import { LAYOUT, parseFolderRule, parseRecord, STORE_CONFIG, type FolderRule, type ItemRecord } from './itemRecord.js';
+import { ObjectReader } from './objectReader.js';
 
 /**
  * The domain's rules for what a repository may hold (path rules, permission
@@ -32,13 +32,14 @@ export interface VerifyReport {
  */
 export async function verifyRepository(args: {
   fs: FsPromises;
+  git: GitCli;
   gitdir: string;
   orgId: string;
   rules?: StoreRules;
 }): Promise<VerifyReport> {
   const { fs, gitdir, orgId, rules } = args;
   const problems: string[] = [];
-  const fsck = await fsckStrict(gitdir);
+  const fsck = await args.git.fsckStrict(gitdir);
   if (fsck.code !== 0) problems.push(`git fsck --strict failed: ${fsck.output.trim() || `exit ${fsck.code}`}`);
   const report: VerifyReport = { orgId, head: null, items: 0, trashed: 0, problems };
   try {
@@ -51,13 +52,12 @@ export async function verifyRepository(args: {
     problems.push('refs/heads/main does not exist');
     return report;
   }
-  const cache = {};
-  const { commit } = await git.readCommit({ fs: { promises: fs }, gitdir, oid: report.head, cache });
-  const files = await listTreeFiles({ tree: commit.tree, readTree: treeReader(fs, gitdir, cache) });
+  const reader = new ObjectReader(fs, gitdir);
+  const files = await listTreeFiles({ tree: (await reader.commit(report.head)).tree, readTree: (oid) => reader.trees.entries(oid) });
   const configOid = files.get(LAYOUT.configPath);
   if (!configOid) problems.push(`${LAYOUT.configPath} is missing: not a knowledge store repository`);
   else {
-    const text = Buffer.from((await git.readBlob({ fs: { promises: fs }, gitdir, oid: configOid, cache })).blob).toString('utf8');
+    const text = await reader.blobText(configOid);
     let config: unknown;
     try {
       config = JSON.parse(text);
@@ -79,8 +79,7 @@ export async function verifyRepository(args: {
     const path = file.slice(recordPrefix.length);
     let record;
     try {
-      const { blob } = await git.readBlob({ fs: { promises: fs }, gitdir, oid, cache });
-      record = parseRecord(Buffer.from(blob).toString('utf8'), file);
+      record = parseRecord(await reader.blobText(oid), file);
     } catch (err) {
       problems.push(`${file}: ${err instanceof Error ? err.message : String(err)}`);
       continue;
@@ -99,14 +98,12 @@ export async function verifyRepository(args: {
     accounted.add(contentPath);
     if ((record.deletedAt === null) !== (record.deletedBy === null)) problems.push(`${path}: deletedAt and deletedBy disagree`);
   }
-  const rulePrefix = `${LAYOUT.foldersRoot}/`;
   for (const [file, oid] of files) {
     if (accounted.has(file)) continue;
-    if (file.startsWith(rulePrefix) && file.endsWith('/.rule.json')) {
-      const folder = file.slice(rulePrefix.length, -'/.rule.json'.length);
+    const folder = LAYOUT.folderOfRulePath(file);
+    if (folder !== undefined) {
       try {
-        const { blob } = await git.readBlob({ fs: { promises: fs }, gitdir, oid, cache });
-        const rule = parseFolderRule(Buffer.from(blob).toString('utf8'), file);
+        const rule = parseFolderRule(await reader.blobText(oid), file);
         if (rule.folder !== folder) problems.push(`${file}: rule names folder "${rule.folder}"`);
         for (const p of rules?.folderRule(folder, rule) ?? []) problems.push(`${file}: ${p}`);
       } catch (err) {

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { silentLogger } from '../../../src/common/log.js';
 import { CorruptStore } from '../../../src/storage/errors.js';
 import type { FsPromises } from '../../../src/storage/fs/fs.js';
-import { watchDirectory } from '../../../src/app/fileWatch.js';
+import { watchDirectory } from '../../../src/storage/fs/fileWatch.js';
 import { KeyStore, type KeyRecord } from '../../../src/storage/keys/keyStore.js';
 import { FaultyFs, type CallRecord } from '../../support/faultyFs.js';
 import { tmpDir } from '../../support/tmp.js';

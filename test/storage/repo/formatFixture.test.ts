@@ -4,7 +4,7 @@ import { createKey } from '../../../src/domain/keys.js';
 import { silentLogger } from '../../../src/common/log.js';
 import { KeyStore } from '../../../src/storage/keys/keyStore.js';
 import { verifyRepository } from '../../../src/storage/repo/verify.js';
-import { fsckStrict, git } from '../../support/git.js';
+import { fsckStrict, git, hostGit } from '../../support/git.js';
 import { api, fs, startTestServer, type TestServer } from '../../support/server.js';
 import { tmpDir } from '../../support/tmp.js';
 
@@ -62,7 +62,7 @@ describe('on-disk format: a version 1 repository from fixtures/', () => {
     const res = await api(`${server.url}/api/v1/knowledge/items/docs/guide.md`, { method: 'PUT', key: admin, body: { content: 'v3\n' } });
     expect(res.status).to.equal(200);
     expect(res.body?.data?.item).to.include({ id: expected.items[1]?.id, createdAt: expected.items[1]?.createdAt });
-    const report = await verifyRepository({ fs, gitdir: server.gitdir(), orgId: 'default' });
+    const report = await verifyRepository({ fs, git: hostGit, gitdir: server.gitdir(), orgId: 'default' });
     expect(report.problems).to.deep.equal([]);
     expect(report).to.include({ items: expected.items.length, trashed: 1 });
     await fsckStrict(server.gitdir());

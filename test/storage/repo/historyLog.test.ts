@@ -10,6 +10,7 @@ import { OrgStore } from '../../../src/storage/repo/orgStore.js';
 import { readRef } from '../../../src/storage/git/refs.js';
 import { memoryFs } from '../../support/memfs.js';
 import { textRecord } from '../../support/records.js';
+import { hostGit } from '../../support/git.js';
 
 /**
  * The history log (design.md, storage rule 6): one entry per commit of main,
@@ -94,7 +95,7 @@ describe('storage/historyLog', () => {
   beforeEach(async () => {
     clock = 0;
     ({ vol, fs } = memoryFs());
-    await new OrgStore({ fs, dataDir: DATA, logger: silentLogger }).create(ORG, new Date('2024-03-01T09:00:00Z'));
+    await new OrgStore({ git: hostGit, fs, dataDir: DATA, logger: silentLogger }).create(ORG, new Date('2024-03-01T09:00:00Z'));
     repo = await OrgRepo.open({ orgId: ORG, fs, gitdir: GITDIR, logger: silentLogger });
   });
 
@@ -303,7 +304,7 @@ describe('storage/historyLog', () => {
       const before = await entriesOf(repo.history);
       const textBefore = logText();
       // Another organization with its own commits (a different first commit: nothing in common).
-      await new OrgStore({ fs, dataDir: DATA, logger: silentLogger }).create('other', new Date('2024-05-05T00:00:00Z'));
+      await new OrgStore({ git: hostGit, fs, dataDir: DATA, logger: silentLogger }).create('other', new Date('2024-05-05T00:00:00Z'));
       const otherDir = `${DATA}/orgs/other.git`;
       const other = await OrgRepo.open({ orgId: 'other', fs, gitdir: otherDir, logger: silentLogger });
       await other.write((v) => putIntent(v, 'docs/guide.md', 'a different guide'));
@@ -327,7 +328,7 @@ describe('storage/historyLog', () => {
     it('with a log of a diverged history sharing the first commit keeps that prefix and replaces the rest', async () => {
       // Two repositories from the same first commit (same org id and time), then different writes.
       const twinDir = `${DATA}/twin/orgs/${ORG}.git`;
-      await new OrgStore({ fs, dataDir: `${DATA}/twin`, logger: silentLogger }).create(ORG, new Date('2024-03-01T09:00:00Z'));
+      await new OrgStore({ git: hostGit, fs, dataDir: `${DATA}/twin`, logger: silentLogger }).create(ORG, new Date('2024-03-01T09:00:00Z'));
       const twin = await OrgRepo.open({ orgId: ORG, fs, gitdir: twinDir, logger: silentLogger });
       expect(twin.headCommit).to.equal(repo.headCommit);
       await twin.write((v) => putIntent(v, 'twin-only.md', 'x'));

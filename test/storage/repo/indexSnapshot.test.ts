@@ -7,6 +7,7 @@ import { OrgRepo } from '../../../src/storage/repo/orgRepo.js';
 import { OrgStore } from '../../../src/storage/repo/orgStore.js';
 import { INTENT_AUTHOR, moveIntent, putIntent } from '../../support/intents.js';
 import { memoryFs } from '../../support/memfs.js';
+import { hostGit } from '../../support/git.js';
 
 /**
  * The index snapshot (issue 6: start in under 3 s at 50,000 items). A start
@@ -62,7 +63,7 @@ describe('storage/indexSnapshot (memfs)', () => {
     logs = [];
     packReads = 0;
     logger = createLogger({ level: 'info', write: (line) => logs.push(JSON.parse(line) as Logged) });
-    await new OrgStore({ fs, dataDir: DATA, logger }).create('acme', new Date('2024-03-01T09:00:00Z'));
+    await new OrgStore({ git: hostGit, fs, dataDir: DATA, logger }).create('acme', new Date('2024-03-01T09:00:00Z'));
     const repo = await open();
     for (let i = 0; i < 30; i++) await repo.write((v) => putIntent(v, `f${i % 3}/item-${i}.md`, `content ${i}`));
     await repo.write((v) => moveIntent(v, 'f0/item-0.md', 'trash'));

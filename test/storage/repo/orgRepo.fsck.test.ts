@@ -5,7 +5,7 @@ import type { FsPromises } from '../../../src/storage/fs/fs.js';
 import type { ItemRecord } from '../../../src/storage/repo/itemRecord.js';
 import { OrgRepo, type ItemIntent, type RepoView, type WriteIntent } from '../../../src/storage/repo/orgRepo.js';
 import { OrgStore } from '../../../src/storage/repo/orgStore.js';
-import { fsckStrict, git } from '../../support/git.js';
+import { fsckStrict, git, hostGit } from '../../support/git.js';
 import { tmpDir } from '../../support/tmp.js';
 import { textRecord } from '../../support/records.js';
 
@@ -39,8 +39,8 @@ describe('storage/orgRepo on disk: git fsck --strict and the trees C git sees', 
 
   before(async () => {
     tmp = await tmpDir('ks-orgrepo-fsck');
-    const orgs = new OrgStore({ fs, dataDir: tmp.dir, logger: silentLogger });
-    await orgs.create('acme');
+    const orgs = new OrgStore({ git: hostGit, fs, dataDir: tmp.dir, logger: silentLogger });
+    await orgs.create('acme', new Date());
     gitdir = orgs.gitdirOf('acme');
     repo = await OrgRepo.open({ orgId: 'acme', fs, gitdir, logger: silentLogger });
     const put = (path: string, content: string): Promise<unknown> => repo.write((v) => intent(v, path, 'put', content));

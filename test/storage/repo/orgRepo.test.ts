@@ -14,6 +14,7 @@ import { gitOrder, lookup, readObject, readRawTree } from '../../support/gitObje
 import { memoryFs } from '../../support/memfs.js';
 import { moveIntent, putIntent } from '../../support/intents.js';
 import { rejection } from '../../support/records.js';
+import { hostGit } from '../../support/git.js';
 
 /**
  * The commit builder and write queue (design.md, storage rules 1–7) on memfs:
@@ -38,7 +39,7 @@ describe('storage/orgRepo (memfs)', () => {
 
   beforeEach(async () => {
     ({ vol, fs } = memoryFs());
-    await new OrgStore({ fs, dataDir: DATA, logger: silentLogger }).create(ORG, new Date('2024-03-01T09:00:00Z'));
+    await new OrgStore({ git: hostGit, fs, dataDir: DATA, logger: silentLogger }).create(ORG, new Date('2024-03-01T09:00:00Z'));
     repo = await OrgRepo.open({ orgId: ORG, fs, gitdir: GITDIR, logger: silentLogger });
   });
 
@@ -354,7 +355,7 @@ describe('storage/orgRepo (memfs)', () => {
   it('works on a plain memfs volume (design.md: storage unit tests use memfs)', async () => {
     // memfs refuses writes through a handle created 0444 (Linux allows them); objects must still land.
     const plain = memoryFs();
-    await new OrgStore({ fs: plain.fs, dataDir: DATA, logger: silentLogger }).create(ORG);
+    await new OrgStore({ git: hostGit, fs: plain.fs, dataDir: DATA, logger: silentLogger }).create(ORG, new Date());
     const r = await OrgRepo.open({ orgId: ORG, fs: plain.fs, gitdir: GITDIR, logger: silentLogger });
     const result = await r.write((v) => putIntent(v, 'a.md', 'a'));
     expect(result.commitId).to.match(/^[0-9a-f]{40}$/);

@@ -4,7 +4,7 @@ import { silentLogger } from '../../../src/common/log.js';
 import type { FsPromises } from '../../../src/storage/fs/fs.js';
 import { OrgRepo } from '../../../src/storage/repo/orgRepo.js';
 import { OrgStore } from '../../../src/storage/repo/orgStore.js';
-import { git } from '../../support/git.js';
+import { git, hostGit } from '../../support/git.js';
 import { putIntent } from '../../support/intents.js';
 import { tmpDir } from '../../support/tmp.js';
 
@@ -32,9 +32,9 @@ describe('storage/orgRepo: the pack cache across repacks (real disk, C git)', fu
   afterEach(() => tmp.cleanup());
 
   it('keeps a surviving pack in memory across a geometric repack, and reads everything back', async () => {
-    await new OrgStore({ fs, dataDir: tmp.dir, logger: silentLogger }).create('acme');
+    await new OrgStore({ git: hostGit, fs, dataDir: tmp.dir, logger: silentLogger }).create('acme', new Date());
     const gitdir = `${tmp.dir}/orgs/acme.git`;
-    let repo = await OrgRepo.open({ orgId: 'acme', fs: counting, gitdir, logger: silentLogger });
+    let repo = await OrgRepo.open({ orgId: 'acme', fs: counting, gitdir, logger: silentLogger, git: hostGit });
     const first: Array<{ path: string; commit: string }> = [];
     for (let i = 0; i < 200; i++) {
       const path = `big/item-${i}.md`;
@@ -44,7 +44,7 @@ describe('storage/orgRepo: the pack cache across repacks (real disk, C git)', fu
     await repo.close();
     // One large pack of everything so far, as a full gc leaves it.
     await git(['repack', '-a', '-d', '-q'], { gitdir });
-    repo = await OrgRepo.open({ orgId: 'acme', fs: counting, gitdir, logger: silentLogger });
+    repo = await OrgRepo.open({ orgId: 'acme', fs: counting, gitdir, logger: silentLogger, git: hostGit });
     for (let i = 0; i < 5; i++) await repo.write((v) => putIntent(v, `small/${i}.md`, `small ${i}`));
     const packsBefore = (await nodeFs.readdir(`${gitdir}/objects/pack`)).filter((n) => n.endsWith('.pack'));
     expect(packsBefore).to.have.length(6);

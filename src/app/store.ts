@@ -1,0 +1,97 @@
+import { promises as nodeFs } from 'node:fs';
+import type { Clock } from '../common/clock.js';
+import type { Logger } from '../common/log.js';
+import { createOrganization } from '../domain/orgs.js';
+import { lockDataDir, serverPid } from '../storage/fs/dataDirLock.js';
+import { watchDirectory } from '../storage/fs/fileWatch.js';
+import type { FsPromises } from '../storage/fs/fs.js';
+import { GitCli } from '../storage/git/gitCli.js';
+import { KeyStore } from '../storage/keys/keyStore.js';
+import { OrgStore } from '../storage/repo/orgStore.js';
+
+/** The organization a fresh data directory starts with. */
+export const DEFAULT_ORG = 'default';
+
+/** How often key last-used times are written out (never once per request). */
+const USAGE_FLUSH_MS = 30_000;
+
+/** A data directory's stores, as one process uses them. */
+export interface Store {
+  dataDir: string;
+  orgs: OrgStore;
+  keys: KeyStore;
+  /** Flushes what is pending and lets the data directory go. */
+  close(): Promise<void>;
+}
+
+/** What every opening of a data directory takes; all but the directory have defaults for a real process. */
+export interface StoreOptions {
+  dataDir: string;
+  logger: Logger;
+  fs?: FsPromises;
+  /** The environment C git runs with. */
+  env?: NodeJS.ProcessEnv;
+  clock?: Clock;
+}
+
+/**
+ * The data directory as the server holds it: locked for this process (a
+ * second server refuses to start), lock files left by a crash removed,
+ * keys.json watched, key usage written out every 30 s, repositories repacked
+ * as they grow. A fresh directory gets the default organization; its first
+ * admin key goes to `announce` (stdout), once.
+ */
+export async function openServingStore(
+  args: StoreOptions & { autoRepackObjects: number; announce: (line: string) => void },
+): Promise<Store> {
+  const { dataDir, logger } = args;
+  const fs = args.fs ?? (nodeFs as unknown as FsPromises);
+  const dirLock = await lockDataDir(fs, dataDir);
+  try {
+    const git = new GitCli(args.env ?? process.env);
+    const orgs = new OrgStore({ fs, dataDir, logger, git, owner: true, autoRepackObjects: args.autoRepackObjects });
+    const keys = new KeyStore({ fs, dataDir, logger, watch: watchDirectory });
+    await keys.startWatching();
+    if ((await orgs.list()).length === 0) {
+      const { secret } = await createOrganization({ orgs, keys, orgId: DEFAULT_ORG, clock: args.clock });
+      args.announce(`Admin API key for organization "${DEFAULT_ORG}": ${secret}`);
+    }
+    const flushUsage = (): Promise<void> => keys.flushUsage().catch((err: unknown) => logger.warn('could not record key usage', { error: String(err) }));
+    const usageTimer = setInterval(() => void flushUsage(), USAGE_FLUSH_MS);
+    usageTimer.unref();
+    const close = async (): Promise<void> => {
+      clearInterval(usageTimer);
+      await orgs.closeAll();
+      await flushUsage();
+      keys.stopWatch();
+      await dirLock.release();
+    };
+    return { dataDir, orgs, keys, close };
+  } catch (err) {
+    await dirLock.release();
+    throw err;
+  }
+}
+
+/**
+ * The data directory as the admin commands use it, beside a running server or
+ * not: no lock (keys change under the key file's lock, organizations appear by
+ * atomic rename), nothing watched, nothing repacked behind the command's back.
+ */
+export function openAdminStore(args: StoreOptions): Store & { serverPid(): Promise<number | null> } {
+  const { dataDir, logger } = args;
+  const fs = args.fs ?? (nodeFs as unknown as FsPromises);
+  const git = new GitCli(args.env ?? process.env);
+  const orgs = new OrgStore({ fs, dataDir, logger, git });
+  const keys = new KeyStore({ fs, dataDir, logger });
+  return {
+    dataDir,
+    orgs,
+    keys,
+    serverPid: () => serverPid(fs, dataDir),
+    close: async () => {
+      await orgs.closeAll();
+      await keys.flushUsage();
+    },
+  };
+}

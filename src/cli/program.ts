@@ -1,0 +1,199 @@
+import { Command, Option } from 'commander';
+import { loadConfig, type ConfigOverrides } from '../app/config.js';
+import { startServer } from '../app/server.js';
+import { openAdminStore, type Store } from '../app/store.js';
+import { createLogger } from '../common/log.js';
+import { OrgNotFound } from '../domain/errors.js';
+import { STORE_RULES } from '../domain/integrity.js';
+import { createKey, listKeys, revokeKey } from '../domain/keys.js';
+import { importOrganization } from '../domain/orgImport.js';
+import { createOrganization, validateOrgId } from '../domain/orgs.js';
+
+/**
+ * `knowledge-store`: the server and the admin commands (see README, Configuration). Results
+ * go to stdout (`--json` for machines), errors to stderr, exit 0 on success.
+ * The commands share the data directory with a running server safely: keys
+ * change under the key file's lock, organizations appear by atomic rename.
+ */
+interface Common {
+  dataDir?: string;
+  json?: boolean;
+}
+
+function stores(opts: Common): Store & { serverPid(): Promise<number | null> } {
+  const config = loadConfig(process.env, { dataDir: opts.dataDir, logLevel: 'warn' });
+  return openAdminStore({ dataDir: config.dataDir, logger: createLogger({ level: 'warn' }) });
+}
+
+const print = (opts: Common, text: string, json: unknown): void => {
+  process.stdout.write(`${opts.json ? JSON.stringify(json, null, 2) : text}\n`);
+};
+
+const dataDirOption = (): Option => new Option('--data-dir <dir>', 'data directory (default: $KNOWLEDGE_DATA_DIR or ./data)');
+const jsonOption = (): Option => new Option('--json', 'print machine-readable JSON');
+
+export function buildProgram(): Command {
+  const program = new Command('knowledge-store')
+    .description('A git-backed knowledge store: one bare git repository per organization.')
+    .showHelpAfterError();
+
+  program
+    .command('serve')
+    .description('serve the API (what `npm start` does)')
+    .option('--port <n>', 'port (default: $PORT or 3000)')
+    .option('--host <h>', 'address to listen on (default: $HOST or 127.0.0.1)')
+    .addOption(dataDirOption())
+    .option('--max-content-bytes <n>', 'largest item content in bytes (default: $KNOWLEDGE_MAX_CONTENT_BYTES or 1048576)')
+    .option('--log-level <level>', 'error, warn, info or debug (default: $LOG_LEVEL or info)')
+    .option('--auto-repack-objects <n>', 'repack an organization after this many objects written (or 200 packs), 0 = never (default: $KNOWLEDGE_AUTO_REPACK_OBJECTS or 10000)')
+    .option('--rate-limit-per-key <n>', 'API requests per minute per key, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY or 6000)')
+    .option('--rate-limit-per-key-burst <n>', 'requests a key may send at once (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY_BURST, else 6000, or the per-minute rate when that is changed)')
+    .option('--rate-limit-auth-failures <n>', 'failed authentications per minute per client address, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES or 20)')
+    .option('--rate-limit-auth-failures-burst <n>', 'failures an address may have in a row (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES_BURST, else 40, or the per-minute rate when that is changed)')
+    .action(async (opts: ConfigOverrides) => {
+      const config = loadConfig(process.env, opts);
+      const logger = createLogger({ level: config.logLevel });
+      const server = await startServer({ config, logger });
+      process.stdout.write(`Knowledge store listening on ${server.url} (data: ${config.dataDir})\n`);
+      const stop = (signal: string): void => {
+        logger.info('shutting down', { signal });
+        server.close().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            logger.error('shutdown failed', { error: String(err) });
+            process.exit(1);
+          },
+        );
+      };
+      process.once('SIGINT', () => stop('SIGINT'));
+      process.once('SIGTERM', () => stop('SIGTERM'));
+    });
+
+  const org = program.command('org').description('organizations');
+  org
+    .command('create <orgId>')
+    .description('create an organization and print its first admin key')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (orgId: string, opts: Common) => {
+      const { orgs, keys } = stores(opts);
+      const created = await createOrganization({ orgs, keys, orgId });
+      print(opts, created.secret, { orgId: created.orgId, keyId: created.keyId, key: created.secret });
+    });
+
+  org
+    .command('import <orgId>')
+    .description('create an organization from a clone of another one (backup restore); prints its new admin key')
+    .requiredOption('--from <source>', 'git URL or path of the repository (e.g. a backup clone)')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (orgId: string, opts: Common & { from: string }) => {
+      const { orgs, keys } = stores(opts);
+      const progress = (line: string): void => void process.stderr.write(`${line}\n`);
+      const imported = await importOrganization({ orgs, keys, orgId, source: opts.from, progress });
+      progress(`Imported ${imported.orgId}: ${imported.items} items, ${imported.trashed} in trash.`);
+      print(opts, imported.secret, { orgId: imported.orgId, keyId: imported.keyId, key: imported.secret, items: imported.items, trashed: imported.trashed });
+    });
+
+  const key = program.command('key').description('API keys');
+  key
+    .command('create')
+    .description('create an API key and print it (shown once)')
+    .requiredOption('--org <orgId>', 'organization')
+    .requiredOption('--role <role>', 'reader, writer or admin')
+    .option('--name <name>', 'a name for the key (git author of its changes)')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (opts: Common & { org: string; role: string; name?: string }) => {
+      const { orgs, keys } = stores(opts);
+      const orgId = validateOrgId(opts.org);
+      if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
+      const created = await createKey({ keys, orgId, role: opts.role, name: opts.name ?? opts.role });
+      print(opts, created.secret, { keyId: created.key.id, orgId, role: created.key.role, name: created.key.name, key: created.secret });
+    });
+  key
+    .command('list')
+    .description('list the keys of an organization (never their secrets)')
+    .requiredOption('--org <orgId>', 'organization')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (opts: Common & { org: string }) => {
+      const { orgs, keys } = stores(opts);
+      const orgId = validateOrgId(opts.org);
+      if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
+      const list = (await listKeys({ keys, orgId })).map(({ hash: _hash, ...k }) => k);
+      const rows = list.map((k) =>
+        [k.id, k.name, k.role, k.createdAt, k.lastUsedAt ?? 'never', k.revokedAt ? `revoked ${k.revokedAt}` : 'active'].join('\t'),
+      );
+      print(opts, ['ID\tNAME\tROLE\tCREATED\tLAST USED\tSTATUS', ...rows].join('\n'), list);
+    });
+  key
+    .command('revoke <keyId>')
+    .description('revoke a key; it is refused from its next request on')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (keyId: string, opts: Common) => {
+      const { keys } = stores(opts);
+      const revoked = await revokeKey({ keys, keyId });
+      print(opts, `Revoked ${revoked.id} (${revoked.name}, organization ${revoked.orgId})`, { keyId: revoked.id, revokedAt: revoked.revokedAt });
+    });
+
+  program
+    .command('verify')
+    .description('check every repository: git fsck --strict, and that records and tree agree')
+    .option('--org <orgId>', 'only this organization')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (opts: Common & { org?: string }) => {
+      const { orgs } = stores(opts);
+      const ids = opts.org ? [validateOrgId(opts.org)] : await orgs.list();
+      const reports = [];
+      for (const orgId of ids) {
+        if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
+        if (!opts.json) process.stderr.write(`Checking ${orgId}...\n`);
+        reports.push(await orgs.verify(orgId, STORE_RULES));
+      }
+      const lines = reports.map((r) =>
+        r.problems.length === 0
+          ? `${r.orgId}: OK (${r.items} items, ${r.trashed} in trash, head ${r.head?.slice(0, 12) ?? 'none'})`
+          : [`${r.orgId}: ${r.problems.length} problem(s)`, ...r.problems.map((p) => `  - ${p}`)].join('\n'),
+      );
+      print(opts, lines.join('\n') || 'No organizations.', reports);
+      if (reports.some((r) => r.problems.length > 0)) process.exitCode = 1;
+    });
+
+  program
+    .command('gc')
+    .description('repack organizations\' repositories with C git (fold small packs together)')
+    .option('--org <orgId>', 'only this organization')
+    .option('--full', 'rewrite all packs into one (only when no server uses the data dir)')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (opts: Common & { org?: string; full?: boolean }) => {
+      const store = stores(opts);
+      const { orgs } = store;
+      const ids = opts.org ? [validateOrgId(opts.org)] : await orgs.list();
+      // Beside a running server only the geometric repack runs: it deletes only the packs it rolled up, so
+      // the server's writes are never disturbed. Rewriting every pack (-a) waits for a stopped server.
+      const running = await store.serverPid();
+      if (opts.full && running !== null) {
+        throw new Error(`--full needs the server${running ? ` (pid ${running})` : ''} stopped; without it, gc is safe while it runs`);
+      }
+      const reports = [];
+      for (const orgId of ids) {
+        if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
+        if (!opts.json) {
+          const counts = await orgs.countObjects(orgId);
+          process.stderr.write(`Repacking ${orgId} (${counts.packs} pack(s), ${counts.loose} loose objects)...\n`);
+        }
+        reports.push({ orgId, ...(await orgs.repack(orgId, { full: opts.full === true })) });
+      }
+      const mib = (n: number): string => `${(n / 1048576).toFixed(1)} MiB`;
+      const lines = reports.map(
+        (r) => `${r.orgId}: ${r.before.packs} pack(s), ${r.before.loose} loose -> ${r.after.packs} pack(s), ${r.after.loose} loose; ${mib(r.after.packBytes)}${r.full ? ' (full)' : ''}`,
+      );
+      print(opts, lines.join('\n') || 'No organizations.', reports);
+    });
+
+  return program;
+}
