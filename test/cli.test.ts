@@ -10,6 +10,7 @@ import type { FsPromises } from '../src/storage/fs.js';
 import { OrgStore } from '../src/storage/orgStore.js';
 import { git } from './support/git.js';
 import { api, startTestServer, type TestServer } from './support/server.js';
+import { sleep } from './support/sleep.js';
 import { tmpDir } from './support/tmp.js';
 
 /**
@@ -23,7 +24,6 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli/main.js');
 const KEY = /^ks_[A-Za-z0-9_-]{43}$/;
 const fs = nodeFs as unknown as FsPromises;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 
 interface Run {

@@ -7,6 +7,7 @@ import { createLogger } from '../../src/log.js';
 import { runCli } from '../support/child.js';
 import { commitCount, fsckStrict, git } from '../support/git.js';
 import { api } from '../support/server.js';
+import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
 
 /**
@@ -35,7 +36,6 @@ const READ_PAUSE_MS = 10;
 const PREMADE_PACKS = 14;
 /** The server's own pack limit (AUTO_REPACK_PACKS): with the object threshold here, packs never pile up to it. */
 const PACK_LIMIT = 200;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface Counts {
   loose: number;

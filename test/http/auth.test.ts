@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { commitCount } from '../support/git.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
+import { sleep } from '../support/sleep.js';
 import {
   createKeyWithId,
   del,
@@ -15,7 +16,6 @@ import {
   MSG,
   put,
   revoke,
-  sleep,
 } from './helpers.js';
 
 /** Every endpoint, as a request built from the headers that carry (or fail to carry) the key. */

@@ -38,8 +38,6 @@ export interface Item {
   updatedAt: string;
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 export const itemUrl = (server: TestServer, path: string): string => `${server.url}${ITEMS}/${path}`;
 
 /** PUT an item as JSON. */

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { commitCount, fsckStrict, git } from '../support/git.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { del, expectError, expectTextItem, get, itemOf, MSG, put, sleep } from './helpers.js';
+import { sleep } from '../support/sleep.js';
+import { del, expectError, expectTextItem, get, itemOf, MSG, put } from './helpers.js';
 
 describe('HTTP PUT /api/v1/knowledge/items/{path}', () => {
   let server: TestServer;

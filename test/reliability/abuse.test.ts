@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { ensureBuilt, killAllChildren, spawnServe, type ServeChild } from '../support/child.js';
 import { commitCount } from '../support/git.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
+import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
 import { bulkContent, bulkPath, writeBulkItems } from './bulkItems.js';
 import { rawExchange, type RawResponse } from './rawHttp.js';
@@ -20,7 +21,6 @@ import { rawExchange, type RawResponse } from './rawHttp.js';
 
 const FULL = process.env.ABUSE_FULL === '1';
 const LIST = '/api/v1/knowledge';
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const TOO_LARGE = { success: false, error: 'Content too large' };
 
 function expectEnvelope(res: RawResponse, statuses: number[]): void {

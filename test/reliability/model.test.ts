@@ -3,7 +3,8 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { commitCount, git } from '../support/git.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
-import { ITEMS, LIST, MSG, rawRequest, sleep, UUID, type Item, type RawResponse } from '../http/helpers.js';
+import { sleep } from '../support/sleep.js';
+import { ITEMS, LIST, MSG, rawRequest, UUID, type Item, type RawResponse } from '../http/helpers.js';
 
 /**
  * Issue 7, suite 3: model-based fuzzing. fast-check draws sequences of operations by random roles;

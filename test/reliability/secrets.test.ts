@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { ensureBuilt, runCli, spawnServe, type ServeChild } from '../support/child.js';
 import { git } from '../support/git.js';
+import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
 
 /**
@@ -16,7 +17,6 @@ import { tmpDir } from '../support/tmp.js';
 
 const ADMIN_LINE = /^Admin API key for organization "default": (ks_\S+)$/m;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 const basic = (secret: string): string => Buffer.from(`x:${secret}`, 'utf8').toString('base64');
 

@@ -6,6 +6,7 @@ import type { FsPromises } from '../../src/storage/fs.js';
 import { watchDirectory } from '../../src/fileWatch.js';
 import { KeyStore, type KeyRecord } from '../../src/storage/keyStore.js';
 import { FaultyFs, type CallRecord } from '../support/faultyFs.js';
+import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
 
 /**
@@ -15,7 +16,6 @@ import { tmpDir } from '../support/tmp.js';
  */
 
 const fs = nodeFs as unknown as FsPromises;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 let n = 0;
 function key(orgId = 'acme', extra: Partial<KeyRecord> = {}): KeyRecord {
