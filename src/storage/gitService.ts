@@ -2,7 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 
 /**
- * C git serves clones and fetches (design.md, storage rule 9): isomorphic-git
+ * C git serves clones and fetches: isomorphic-git
  * cannot run upload-pack. Only upload-pack, and only in stateless-rpc mode, the
  * way `git http-backend` runs it; receive-pack is never started, so nothing can
  * be pushed.

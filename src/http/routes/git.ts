@@ -15,7 +15,7 @@ import type { AppState } from '../state.js';
 /** A fetch negotiation is wants and haves: megabytes at most. Anything bigger is abuse. */
 const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 
-/** `git clone http://x:<key>@host/git/<org>.git`: the key is the HTTP Basic password (contract §5). */
+/** `git clone http://x:<key>@host/git/<org>.git`: the key is the HTTP Basic password. */
 async function gitActor(ctx: ParameterizedContext<AppState>, keys: KeyStore): Promise<Actor> {
   const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(ctx.get('Authorization'));
   const decoded = basic ? Buffer.from(basic[1] as string, 'base64').toString('utf8') : '';
