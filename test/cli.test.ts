@@ -14,7 +14,7 @@ import { sleep } from './support/sleep.js';
 import { tmpDir } from './support/tmp.js';
 
 /**
- * `knowledge-store` as a child process (contract §1): results on stdout (only
+ * `knowledge-store` as a child process: results on stdout (only
  * the key, for the create commands), errors on stderr with nothing on stdout,
  * exit codes, and the same data dir shared with a running server.
  * Runs the build in dist/ (`npm test` builds first).
@@ -50,7 +50,7 @@ async function ok(args: string[]): Promise<string> {
   return run.stdout;
 }
 
-/** A run that must fail the contract's way: non-zero, nothing on stdout, a message (no stack) on stderr. */
+/** A run that must fail the way every command fails: non-zero, nothing on stdout, a message (no stack) on stderr. */
 async function fails(args: string[], message?: RegExp): Promise<Run> {
   const run = await cli(args);
   expect(run.code, `${args.join(' ')} should fail`).to.not.equal(0);

@@ -9,7 +9,7 @@ import { sleep } from './support/sleep.js';
 import { tmpDir } from './support/tmp.js';
 
 /**
- * The built server as a child process (contract §1 and §5): SIGKILL in the
+ * The built server as a child process: SIGKILL in the
  * middle of a write load loses no acknowledged write, needs no repair, and
  * leaves `git fsck --strict` and `knowledge-store verify` clean; one server per
  * data dir; SIGTERM finishes the request in flight and exits 0.

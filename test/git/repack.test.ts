@@ -11,7 +11,7 @@ import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
 
 /**
- * Repacking (design.md rule 9): every group commit lands as one small pack; the
+ * Repacking: every group commit lands as one small pack; the
  * server folds them together with C git (`repack -d --geometric=2`) once
  * `autoRepackObjects` objects were written or 200 packs piled up, alone in the
  * write queue, while reads go on. Under 8 writers and 8 readers no request
@@ -55,7 +55,7 @@ interface Failure {
   body: string;
 }
 
-describe('repack under concurrent reads and writes; gc (design.md rule 9)', function () {
+describe('repack under concurrent reads and writes; gc', function () {
   this.timeout(60_000);
 
   let tmp: { dir: string; cleanup: () => Promise<void> };

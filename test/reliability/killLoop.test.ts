@@ -7,7 +7,7 @@ import { tmpDir } from '../support/tmp.js';
 import { catFileBatch } from './gitBatch.js';
 
 /**
- * Kill loop (issue 7, suite 1): a child server under a concurrent load of creates, updates, deletes and
+ * Kill loop (see README, Reliability): a child server under a concurrent load of creates, updates, deletes and
  * restores is killed with SIGKILL at a random moment, restarted on the same data dir with no repair step,
  * and judged against a model of what was acknowledged, through the API and through C git.
  *

@@ -9,7 +9,7 @@ import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
 
 /**
- * Keys (issue 7, suite 7): a revoked key is refused on its very next request, whether the CLI or the API
+ * Keys (see README, Reliability): a revoked key is refused on its very next request, whether the CLI or the API
  * revoked it; keys and their hashes never appear in logs (at debug level, which logs every request), in
  * error or other responses, in CLI output, in the server's repository, or in a clone; last-used times
  * are recorded without a write to keys.json per request.

@@ -10,8 +10,8 @@ import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
 
 /**
- * The key file shared by the server and the CLI (design.md, storage rule 8;
- * contract §1: a key created while the server runs works within a second, and
+ * The key file shared by the server and the CLI (outside git;
+ * a key created while the server runs works within a second, and
  * concurrent use never corrupts state). Real disk: inodes, renames, O_EXCL.
  */
 
