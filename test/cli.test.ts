@@ -10,10 +10,11 @@ import type { FsPromises } from '../src/storage/fs/fs.js';
 import { OrgStore } from '../src/storage/repo/orgStore.js';
 import { git, hostGit } from './support/git.js';
 import { api, startTestServer, type TestServer } from './support/server.js';
+import { sleep } from './support/sleep.js';
 import { tmpDir } from './support/tmp.js';
 
 /**
- * `knowledge-store` as a child process (contract §1): results on stdout (only
+ * `knowledge-store` as a child process: results on stdout (only
  * the key, for the create commands), errors on stderr with nothing on stdout,
  * exit codes, and the same data dir shared with a running server.
  * Runs the build in dist/ (`npm test` builds first).
@@ -23,7 +24,6 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli/main.js');
 const KEY = /^ks_[A-Za-z0-9_-]{43}$/;
 const fs = nodeFs as unknown as FsPromises;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 
 interface Run {
@@ -50,7 +50,7 @@ async function ok(args: string[]): Promise<string> {
   return run.stdout;
 }
 
-/** A run that must fail the contract's way: non-zero, nothing on stdout, a message (no stack) on stderr. */
+/** A run that must fail the way every command fails: non-zero, nothing on stdout, a message (no stack) on stderr. */
 async function fails(args: string[], message?: RegExp): Promise<Run> {
   const run = await cli(args);
   expect(run.code, `${args.join(' ')} should fail`).to.not.equal(0);

@@ -3,7 +3,7 @@ import { commitCount, fsckStrict, git } from './support/git.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from './support/server.js';
 
 /**
- * Concurrent writes over HTTP (design.md, storage rule 2): the per-organization
+ * Concurrent writes over HTTP: the per-organization
  * queue and the compare-and-swap of main must neither lose nor merge commits.
  */
 

@@ -5,10 +5,11 @@ import { expect } from 'chai';
 import { ensureBuilt, killAllChildren, runCli, spawnCli, spawnServe, type ServeChild } from './support/child.js';
 import { commitCount, fsckStrict, git } from './support/git.js';
 import { api } from './support/server.js';
+import { sleep } from './support/sleep.js';
 import { tmpDir } from './support/tmp.js';
 
 /**
- * The built server as a child process (contract §1 and §5): SIGKILL in the
+ * The built server as a child process: SIGKILL in the
  * middle of a write load loses no acknowledged write, needs no repair, and
  * leaves `git fsck --strict` and `knowledge-store verify` clean; one server per
  * data dir; SIGTERM finishes the request in flight and exits 0.
@@ -18,7 +19,6 @@ const LOOPS = 8;
 const PATHS_PER_LOOP = 4;
 const CYCLES = 3;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const loadPath = (loop: number, slot: number): string => `load/loop-${loop}/item-${slot}.md`;
 const loadContent = (loop: number, version: number): string => `loop ${loop} version ${version}\n`;
 const CONTENT = /^loop (\d+) version (\d+)\n$/;

@@ -19,7 +19,7 @@ export function requireRole(actor: Actor, permission: Permission): void {
   if (!can(actor.role, permission)) throw new Forbidden({ permission });
 }
 
-/** The permission an item needs for reading or writing, `inherit` resolved (contract §2). */
+/** The permission an item needs for reading or writing, `inherit` resolved (nearest folder rule, else the organization default). */
 export function requirement(record: ItemRecord, kind: 'read' | 'write', rules: RuleSource): Permission {
   const value = kind === 'read' ? record.requiredReadPermission : record.requiredWritePermission;
   return resolveRequirement({ requirement: value as PermissionRequirement, path: record.path, kind, folderRule: rulesOf(rules) });

@@ -19,7 +19,7 @@ export interface ChangeView {
 type Entry = NonNullable<ReturnType<OrgRepo['history']['after']>>[number];
 
 /**
- * `GET /changes?since=<commit>` (contract §4): what an agent must apply to a copy
+ * `GET /changes?since=<commit>`: what an agent must apply to a copy
  * made at `since` to match `head`, as the role sees both. One entry per item, in
  * the order of their last change; items the role may not see are left out.
  *

@@ -6,7 +6,7 @@ import { OrgNotFound } from './errors.js';
 import type { Actor } from './keys.js';
 
 /**
- * Clone and fetch over HTTP (contract §5): admin keys only, of the organization
+ * Clone and fetch over HTTP: admin keys only, of the organization
  * whose repository it is (another organization's repository is simply not there).
  */
 export async function serveUploadPack(args: {

@@ -10,7 +10,7 @@ import { putItem, type ItemView } from './items.js';
 import type { Actor } from './keys.js';
 import { validatePath } from './paths.js';
 
-/** One version of an item, as `GET /history/{path}` lists it (contract §4). */
+/** One version of an item, as `GET /history/{path}` lists it. */
 export interface VersionView {
   version: number;
   commitId: string;

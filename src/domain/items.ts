@@ -76,7 +76,7 @@ export const LIST_READ_AHEAD = 8;
 
 /**
  * The entries' views, in order, with content read at most `readAhead` items ahead of the consumer:
- * a list of any length holds only a few contents at a time (issue 7: memory stays bounded while
+ * a list of any length holds only a few contents at a time (memory stays bounded while
  * listing 10,000 large items). A consumer that stops early stops the reads.
  */
 export async function* itemViews(args: {

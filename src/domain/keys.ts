@@ -13,7 +13,7 @@ export interface Actor {
 }
 
 export const KEY_PREFIX = 'ks_';
-/** 32 random bytes: 256 bits (contract §2), base64url. */
+/** 32 random bytes: 256 bits, too many to guess, base64url. */
 const SECRET_BYTES = 32;
 const SECRET_SHAPE = /^ks_[A-Za-z0-9_-]{43}$/;
 

@@ -13,7 +13,7 @@ export class ImportRefused extends KnowledgeError<{ problems: string[] }> {
 }
 
 /**
- * `org import` (contract §1, §5): rebuilds an organization from a clone of
+ * `org import` (see README, Backups and git access): rebuilds an organization from a clone of
  * another one's repository. The source may come from anywhere, so it is cloned
  * aside and held to everything `verify` checks (git fsck --strict, path rules,
  * records, folder rules) before it becomes the organization. Ids, timestamps,

@@ -4,7 +4,7 @@ import type { OrgStore } from '../storage/repo/orgStore.js';
 import { InvalidInput } from './errors.js';
 import { createKey } from './keys.js';
 
-/** Organization ids (contract §1): 1–63 of a-z 0-9 -, starting with a letter or digit. */
+/** Organization ids: 1–63 of a-z 0-9 -, starting with a letter or digit. */
 const ORG_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 export function validateOrgId(orgId: string): string {

@@ -1,7 +1,7 @@
 import { InvalidPath } from './errors.js';
 
 /**
- * Item path rules (spec "Limits", completed by contract §3). Each rule has its
+ * Item path rules (see README, Paths), on every operation. Each rule has its
  * own message so a client learns exactly what to fix. A segment may not start
  * with "." — that reserves `.trash/`, `.knowledge/` and `.git` for the store.
  */

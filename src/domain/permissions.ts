@@ -1,7 +1,7 @@
 /**
- * Permissions are data (design.md, Style 4): a rising order of access, a
+ * Permissions are data: a rising order of access, a
  * role -> permissions table, and one `can(role, permission)`.
- * Contract §2: knowledge:read < knowledge:write < knowledge:admin.
+ * The order: knowledge:read < knowledge:write < knowledge:admin.
  */
 export const PERMISSIONS = ['knowledge:read', 'knowledge:write', 'knowledge:admin'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -21,7 +21,7 @@ export type PermissionRequirement = Permission | typeof INHERIT;
 export const READ_REQUIREMENTS: readonly PermissionRequirement[] = [INHERIT, ...PERMISSIONS];
 export const WRITE_REQUIREMENTS: readonly PermissionRequirement[] = [INHERIT, 'knowledge:write', 'knowledge:admin'];
 
-/** Organization defaults that `inherit` resolves to when no folder rule applies (contract §2). */
+/** Organization defaults that `inherit` resolves to when no folder rule applies. */
 export const ORG_DEFAULTS = { read: 'knowledge:read', write: 'knowledge:write' } as const satisfies Record<
   'read' | 'write',
   Permission

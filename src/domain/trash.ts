@@ -7,7 +7,7 @@ import type { Actor } from './keys.js';
 import { validatePath } from './paths.js';
 
 /**
- * The trash (contract §4, admin only): soft-deleted items, restored with the
+ * The trash (admin only): soft-deleted items, restored with the
  * same id and history, or purged from the tree (git history keeps them).
  */
 export function listTrash(args: { repo: OrgRepo; actor: Actor }): Promise<ItemView[]> {

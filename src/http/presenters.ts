@@ -1,7 +1,7 @@
 import type { ItemView } from '../domain/items.js';
 import type { KeyRecord } from '../storage/keys/keyStore.js';
 
-/** The KnowledgeItem resource, fields in the specification's order. */
+/** The KnowledgeItem resource, fields in the order README (The API) lists them. */
 export interface KnowledgeItem {
   id: string;
   organizationId: string;
@@ -41,7 +41,7 @@ const LIST_PIECE_CHARS = 64 * 1024;
 /**
  * The list envelope `{"success":true,"data":{"items":[...]}}` (plus `nextCursor` when paging) as
  * text produced piece by piece while `items` are read: byte for byte what `JSON.stringify` gives
- * for the whole object, without ever holding the whole of it (issue 7).
+ * for the whole object, without ever holding the whole of it, so memory stays bounded however long the list.
  */
 export async function* itemListBody(args: {
   orgId: string;

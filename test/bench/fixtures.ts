@@ -1,5 +1,5 @@
 /**
- * Benchmark fixtures (issue 6): an organization with N items, one create commit
+ * Benchmark fixtures: an organization with N items, one create commit
  * each, plus optionally one "hot" item with V versions, built in seconds.
  *
  * The repository is made by the store itself (`knowledge-store org create`, so

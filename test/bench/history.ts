@@ -1,5 +1,5 @@
 /**
- * The history targets of issue 3: the history of an item with 1,000 versions,
+ * The history targets: the history of an item with 1,000 versions,
  * in a repository of 20,000 commits, answered in under 50 ms; `?version=n` in
  * under 20 ms. Also server startup with the history log present and rebuilt.
  *

@@ -4,8 +4,8 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 
 /**
- * The machine the figures come from, and how its CPUs are shared (issue 6:
- * "pin or share them the same way for every contender and say how"). Every
+ * The machine the figures come from, and how its CPUs are shared (the
+ * rule: pin or share them the same way for every contender, and say how). Every
  * contender that does the work being measured (our server, the bare Koa app,
  * the git and isomorphic-git commit loops) runs on the server CPU; the load
  * generator (autocannon, in this process) and the bench itself on the other.

@@ -7,7 +7,7 @@ import { startOurServer, type Served } from './processes.js';
 import { closeConnections, jsonOf, stats, timedGet, type Stats } from './timing.js';
 
 /**
- * The measurements of our server (issue 6), each against a running
+ * The measurements of our server, each against a running
  * `knowledge-store serve` on a copy of a fixture, over real HTTP on loopback.
  */
 const API = '/api/v1/knowledge';

@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (issue 6): our server side by side with anchors measured in
+ * `npm run bench` (see README, Performance): our server side by side with anchors measured in
  * the same run on the same machine, a markdown table on stdout, everything in
  * `.tmp/bench/results-<timestamp>.json` and `.tmp/bench/latest.json`, progress
  * on stderr. Not a test: a missed target is reported in the table, not an

@@ -1,8 +1,8 @@
 /**
- * A first throughput figure (issue 2): durable PUTs from one client, one at a
+ * A first throughput figure: durable PUTs from one client, one at a
  * time, then from 16 at once, against a real server on loopback. Prints a
  * table; run with `npx tsx test/bench/sequentialPut.ts [count]`.
- * The full benchmark suite against anchors is `npm run bench` (performance issue).
+ * The full benchmark suite against anchors is `npm run bench` (see README, Performance).
  */
 import { api, startTestServer } from '../support/server.js';
 import { commitCount } from '../support/git.js';

@@ -13,7 +13,7 @@ export interface BenchSettings {
   durationS: number;
   /** Seconds of unmeasured load before each GET run, for every contender alike. */
   warmupS: number;
-  /** Item counts of the small, medium and large fixtures (the 100, 10,000 and 50,000). */
+  /** Item counts of the small, medium and large fixtures (100, 10,000 and 50,000 for the README's Performance figures). */
   sizes: { small: number; medium: number; large: number };
   /** Versions of the hot item (in the large fixture), for the history figure. */
   hotVersions: number;

@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 import { API, getItem, launchBrowser, ok, openDashboard, putItem, shot, signIn, type Browser, type Watched } from './support.js';
 
-describe('Dashboard in Chromium: folder rules (issue #5)', function () {
+describe('Dashboard in Chromium: folder rules', function () {
   this.timeout(60_000);
 
   let server: TestServer;

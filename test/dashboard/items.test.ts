@@ -7,7 +7,7 @@ const GUIDE_V1 = '# Guide\n\nFirst draft.\n';
 const GUIDE_V2 = '# Guide\n\nSecond draft, with **bold** words.\n\n- one\n- two\n';
 const GUIDE_V3 = '# Guide\n\nThird draft, with **bold** words.\n\n- one\n- two\n- three\n\n| Key | Value |\n|:----|------:|\n| a | 1 |\n';
 
-/** Untrusted content: none of it may run, load or navigate anywhere (issue #5, quality bar). */
+/** Untrusted content: none of it may run, load or navigate anywhere (see README, Dashboard). */
 const XSS = {
   'xss/img.md': '<img src=x onerror=alert(1)>\n',
   'xss/script.md': '# Script\n\n<script>window.__xss = 1; alert(1)</script>\n\n<iframe src="https://example.com/"></iframe>\n',
@@ -25,7 +25,7 @@ async function tab(page: Page, name: string): Promise<void> {
   await page.getByRole('tab', { name }).click();
 }
 
-describe('Dashboard in Chromium: browse items, history, diff, roll back, untrusted content (issue #5)', function () {
+describe('Dashboard in Chromium: browse items, history, diff, roll back, untrusted content', function () {
   this.timeout(60_000);
 
   let server: TestServer;

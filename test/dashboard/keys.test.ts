@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 import { API, inPage, launchBrowser, openDashboard, shot, signIn, type Browser, type Watched } from './support.js';
 
-describe('Dashboard in Chromium: API keys (issue #5)', function () {
+describe('Dashboard in Chromium: API keys', function () {
   this.timeout(60_000);
 
   let server: TestServer;

@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 import { API, deleteItem, launchBrowser, ok, openDashboard, overflowsHorizontally, PHONE, putItem, shot, type Browser, type Watched } from './support.js';
 
-describe('Dashboard in Chromium at phone size, 390×844 (issue #5)', function () {
+describe('Dashboard in Chromium at phone size, 390×844', function () {
   this.timeout(60_000);
 
   let server: TestServer;

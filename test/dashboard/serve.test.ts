@@ -8,7 +8,7 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { tmpDir } from '../support/tmp.js';
 import { ensureBuilt } from './support.js';
 
-describe('Dashboard files: served by the server at /dashboard with strict headers (issue #5)', () => {
+describe('Dashboard files: served by the server at /dashboard with strict headers', () => {
   let server: TestServer;
 
   before(async () => {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { inPage, launchBrowser, openDashboard, putItem, shot, signIn, type Browser } from './support.js';
 
-describe('Dashboard in Chromium: sign in, sign out, keyboard, server down (issue #5)', function () {
+describe('Dashboard in Chromium: sign in, sign out, keyboard, server down', function () {
   this.timeout(60_000);
 
   let server: TestServer;

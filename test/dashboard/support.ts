@@ -9,7 +9,7 @@ import { api, type ApiResponse, type TestServer } from '../support/server.js';
 import { tmpDir } from '../support/tmp.js';
 
 /**
- * End-to-end support for the dashboard (issue #5): Debian's Chromium driven by
+ * End-to-end support for the dashboard: Debian's Chromium driven by
  * playwright-core against a real server on a free port. Nothing here skips: a
  * missing browser is a failing test that says how to install it.
  */

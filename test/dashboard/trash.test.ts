@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 import { API, deleteItem, getItem, inPage, launchBrowser, ok, openDashboard, putItem, shot, signIn, type Browser, type Watched } from './support.js';
 
-describe('Dashboard in Chromium: the trash, restore and purge (issue #5)', function () {
+describe('Dashboard in Chromium: the trash, restore and purge', function () {
   this.timeout(60_000);
 
   let server: TestServer;

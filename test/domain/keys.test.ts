@@ -7,7 +7,7 @@ import { silentLogger } from '../../src/common/log.js';
 import type { FsPromises } from '../../src/storage/fs/fs.js';
 import { KeyStore, type KeyRecord } from '../../src/storage/keys/keyStore.js';
 
-/** Contract §2: random keys with a `ks_` prefix, stored only as a SHA-256, refused when missing/unknown/revoked. */
+/** Random keys with a `ks_` prefix, stored only as a SHA-256, refused when missing/unknown/revoked. */
 
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { InvalidPath } from '../../src/domain/errors.js';
 import { ancestorFolders, MAX_DIRECTORY_DEPTH, MAX_PATH_LENGTH, validateFolderPrefix, validatePath } from '../../src/domain/paths.js';
 
-/** Contract §3 "Paths": each rule, with the message that names it. */
+/** The path rules (see README, Paths): each rule, with the message that names it. */
 
 function refusal(fn: () => unknown): InvalidPath {
   try {
@@ -52,7 +52,7 @@ describe('domain/paths', () => {
       ['an extension with "_"', 'docs/guide.m_d', 'Invalid path: must end with a file extension'],
       ['an extension only on a folder', 'docs.md/guide', 'Invalid path: must end with a file extension'],
       ['6 directory levels', 'a/b/c/d/e/f/g.md', 'Invalid path: at most 5 directory levels'],
-      // Backups cloned onto Windows or macOS, and the shell tools an admin points at a clone (issue 11).
+      // Backups cloned onto Windows or macOS, and the shell tools an admin points at a clone.
       ['a folder ending in "." (Windows strips it)', 'a./x.md', TRAILING_DOT],
       ['a deeper folder ending in "."', 'docs/v1./x.md', TRAILING_DOT],
       ['a folder ending in ".."', 'a../x.md', TRAILING_DOT],

@@ -14,7 +14,7 @@ import {
   type Role,
 } from '../../src/domain/permissions.js';
 
-/** Contract §2: roles, the order of access, and what `inherit` resolves to. */
+/** Roles, the order of access, and what `inherit` resolves to (see README, Keys, roles and permissions). */
 
 describe('domain/permissions', () => {
   describe('can(role, permission)', () => {

@@ -10,7 +10,7 @@ import { del, get, itemOf, itemsOf, list, put } from '../http/helpers.js';
 import { basicAuth, cloneUrl, gitOk, runGit } from './support.js';
 
 /**
- * Clone and fetch over smart HTTP (contract §5), with real C git against a
+ * Clone and fetch over smart HTTP, with real C git against a
  * real server: what a clone holds, that fetch brings new commits (protocol v2
  * and v0), who is refused and how git reports it, and that nothing can be pushed.
  */
@@ -20,7 +20,7 @@ const exists = (p: string): Promise<boolean> => stat(p).then(
   () => false,
 );
 
-describe('git over HTTP: clone, fetch, refusals (contract §5)', function () {
+describe('git over HTTP: clone, fetch, refusals', function () {
   this.timeout(30_000);
 
   let server: TestServer;

@@ -11,7 +11,7 @@ import { del, itemsOf, list, put, type Item } from '../http/helpers.js';
 import { cloneUrl, gitOk, runGit } from './support.js';
 
 /**
- * `knowledge-store org import` (contract §1, §5): a clone holds everything
+ * `knowledge-store org import`: a clone holds everything
  * needed to rebuild an organization. A round trip through a backup clone gives
  * back the same answers from the API (ids, timestamps, permissions, history,
  * trash, folder rules); anything that is not a sound knowledge repository is
@@ -53,7 +53,7 @@ async function allFiles(dir: string): Promise<string[]> {
   return out;
 }
 
-describe('org import: restore an organization from a clone (contract §1, §5)', function () {
+describe('org import: restore an organization from a clone', function () {
   this.timeout(60_000);
 
   let original: TestServer;
@@ -427,7 +427,7 @@ describe('org import: restore an organization from a clone (contract §1, §5)',
         await refused('upper', gitdir, /Docs\/A\.md: Invalid path/);
       });
 
-      // Paths that break a clone on Windows or macOS, or a shell tool pointed at it (issue 11).
+      // Paths that break a clone on Windows or macOS, or a shell tool pointed at it.
       for (const [n, [label, path, rule]] of ([
         ['a folder ending in "."', 'a./x.md', /a\.\/x\.md: Invalid path: no segment may end with "\."/],
         ['a Windows device name', 'aux/con.md', /aux\/con\.md: Invalid path: no segment may be a Windows device name/],

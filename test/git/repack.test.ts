@@ -7,10 +7,11 @@ import { createLogger } from '../../src/common/log.js';
 import { runCli } from '../support/child.js';
 import { commitCount, fsckStrict, git } from '../support/git.js';
 import { api } from '../support/server.js';
+import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
 
 /**
- * Repacking (design.md rule 9): every group commit lands as one small pack; the
+ * Repacking: every group commit lands as one small pack; the
  * server folds them together with C git (`repack -d --geometric=2`) once
  * `autoRepackObjects` objects were written or 200 packs piled up, alone in the
  * write queue, while reads go on. Under 8 writers and 8 readers no request
@@ -35,7 +36,6 @@ const READ_PAUSE_MS = 10;
 const PREMADE_PACKS = 14;
 /** The server's own pack limit (AUTO_REPACK_PACKS): with the object threshold here, packs never pile up to it. */
 const PACK_LIMIT = 200;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface Counts {
   loose: number;
@@ -55,7 +55,7 @@ interface Failure {
   body: string;
 }
 
-describe('repack under concurrent reads and writes; gc (design.md rule 9)', function () {
+describe('repack under concurrent reads and writes; gc', function () {
   this.timeout(60_000);
 
   let tmp: { dir: string; cleanup: () => Promise<void> };

@@ -55,7 +55,7 @@ export async function gitOk(args: string[], options: Parameters<typeof runGit>[1
   return run.stdout;
 }
 
-/** `http://x:<key>@host:port/git/<org>.git`, the URL contract §5 documents. */
+/** `http://x:<key>@host:port/git/<org>.git`, the clone URL (see README, Backups and git access). */
 export function cloneUrl(serverUrl: string, key: string | undefined, orgId = 'default'): string {
   const url = new URL(serverUrl);
   const auth = key === undefined ? '' : `x:${encodeURIComponent(key)}@`;

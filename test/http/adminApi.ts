@@ -5,7 +5,7 @@ import { api, type ApiResponse, type TestServer } from '../support/server.js';
 import { expectError, keyStoreOf, LIST, MSG } from './helpers.js';
 
 /**
- * Shared by the contract §4 endpoint tests (history, trash, folders, changes, keys):
+ * Shared by the admin and history endpoint tests (history, trash, folders, changes, keys):
  * URL builders, typed readers of the responses, and the bad-body cases every
  * JSON endpoint must refuse without a commit.
  */

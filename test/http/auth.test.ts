@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { commitCount } from '../support/git.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
+import { sleep } from '../support/sleep.js';
 import {
   createKeyWithId,
   del,
@@ -15,7 +16,6 @@ import {
   MSG,
   put,
   revoke,
-  sleep,
 } from './helpers.js';
 
 /** Every endpoint, as a request built from the headers that carry (or fail to carry) the key. */
@@ -33,7 +33,7 @@ const ENDPOINTS: { name: string; method: string; path: string; body?: unknown }[
   { name: 'put with a malformed body', method: 'PUT', path: `${LIST}/items/docs/new.md`, body: '{not json' },
 ];
 
-describe('HTTP auth: API keys (contract §2)', () => {
+describe('HTTP auth: API keys', () => {
   let server: TestServer;
   let revoked: string;
   let commitsBefore: number;
@@ -123,7 +123,7 @@ describe('HTTP auth: API keys (contract §2)', () => {
   });
 });
 
-describe('HTTP auth: role permissions (contract §2)', () => {
+describe('HTTP auth: role permissions', () => {
   let server: TestServer;
   let reader: string;
   let writer: string;
@@ -171,7 +171,7 @@ describe('HTTP auth: role permissions (contract §2)', () => {
   });
 });
 
-describe('HTTP auth: organization isolation (contract §2)', () => {
+describe('HTTP auth: organization isolation', () => {
   let server: TestServer;
   let acme: string;
   let acmeReader: string;
@@ -222,7 +222,7 @@ describe('HTTP auth: organization isolation (contract §2)', () => {
   });
 });
 
-describe('HTTP auth: item permission requirements (contract §2)', () => {
+describe('HTTP auth: item permission requirements', () => {
   let server: TestServer;
   let reader: string;
   let writer: string;
@@ -278,7 +278,7 @@ describe('HTTP auth: item permission requirements (contract §2)', () => {
   it('writer cannot overwrite an item it cannot read: 409, the path is taken and nothing more is said; nothing changes', async () => {
     const before = await commitCount(server.gitdir());
     const res = await put(server, writer, 'perm/secret.md', { content: 'overwritten' });
-    // Not 403 "requires knowledge:admin": that would tell the writer the item exists and what it needs (issue 11).
+    // Not 403 "requires knowledge:admin": that would tell the writer the item exists and what it needs.
     expectError(res, 409, 'Path conflict: "perm/secret.md" is taken');
     expect(await commitCount(server.gitdir())).to.equal(before);
     expect(itemOf(await get(server, admin, 'perm/secret.md')).content).to.equal('admins only');

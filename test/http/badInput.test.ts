@@ -5,7 +5,7 @@ import { expectError, get, itemOf, itemsOf, itemUrl, list, MSG, put, rawRequest 
 
 const LIMIT = 1000;
 
-describe('HTTP bad input changes nothing (contract §3, §6)', () => {
+describe('HTTP bad input changes nothing', () => {
   let server: TestServer;
   let commitsBefore: number;
 

@@ -39,7 +39,7 @@ async function ok(res: Promise<ApiResponse>): Promise<ApiResponse> {
   return r;
 }
 
-describe('HTTP change feed: GET /changes?since=<commit> (contract §4)', function () {
+describe('HTTP change feed: GET /changes?since=<commit>', function () {
   this.timeout(60_000);
 
   let server: TestServer;
@@ -229,7 +229,7 @@ describe('HTTP change feed: GET /changes?since=<commit> (contract §4)', functio
     expect(pairs((await feed(server, admin, at)).changes)).to.deep.equal([['ch/secret.md', 'deleted']]);
   });
 
-  describe('what a role sees changes without an item commit (issue 11)', () => {
+  describe('what a role sees changes without an item commit', () => {
     const rule = (folder: string, body: Record<string, string>): Promise<ApiResponse> =>
       ok(api(urlOf(server, `/folders/${folder}`), { method: 'PUT', key: admin, body }));
 

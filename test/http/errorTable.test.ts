@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { toErrorResponse } from '../../src/http/errorTable.js';
 import { LockTimeout, RefConflict } from '../../src/storage/errors.js';
 
-/** The one error → status table (design.md, Style 3): the rows no HTTP suite reaches on a healthy disk. */
+/** The one error → status table (errors carry a code; only this table gives a status): the rows no HTTP suite reaches on a healthy disk. */
 describe('http/errorTable', () => {
   const sys = (code: string): Error => Object.assign(new Error(`${code}: at /secret/data/path`), { code });
 

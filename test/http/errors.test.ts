@@ -8,7 +8,7 @@ import { commitCount } from '../support/git.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 import { del, expectError, get, ITEMS, itemUrl, LIST, list, MSG, put, rawRequest } from './helpers.js';
 
-describe('HTTP errors: unknown routes and wrong methods (contract §3)', () => {
+describe('HTTP errors: unknown routes and wrong methods', () => {
   let server: TestServer;
 
   before(async () => {
@@ -77,7 +77,7 @@ describe('HTTP errors: unknown routes and wrong methods (contract §3)', () => {
   });
 });
 
-describe('HTTP errors: every response carries success, X-Request-Id and nosniff (contract §3)', () => {
+describe('HTTP errors: every response carries success, X-Request-Id and nosniff', () => {
   let server: TestServer;
   let reader: string;
 

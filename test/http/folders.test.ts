@@ -45,7 +45,7 @@ async function ruleTriples(server: TestServer, key: string): Promise<[string, st
 /** Items at each depth under a/, all with `inherit`, plus one with its own read permission and one outside. */
 const ITEMS = ['a/x.md', 'a/b/y.md', 'a/b/c/z.md', 'a/b/c/d/w.md', 'a/b/open.md', 'top.md'] as const;
 
-describe('HTTP folder rules: GET /folders, GET/PUT /folders/{folder} (contract §2, §4)', function () {
+describe('HTTP folder rules: GET /folders, GET/PUT /folders/{folder}', function () {
   this.timeout(60_000);
 
   let server: TestServer;

@@ -38,8 +38,6 @@ export interface Item {
   updatedAt: string;
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 export const itemUrl = (server: TestServer, path: string): string => `${server.url}${ITEMS}/${path}`;
 
 /** PUT an item as JSON. */
@@ -94,7 +92,7 @@ export function expectError(res: ApiResponse, status: number, message?: string |
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
-/** Every KnowledgeItem field of the specification, with the values a text item must have. */
+/** Every KnowledgeItem field (see README, The API), with the values a text item must have. */
 export function expectTextItem(item: Item, expected: { orgId: string; path: string; content?: string | undefined }): void {
   expect(item).to.include.all.keys(
     'id',

@@ -47,7 +47,7 @@ async function ok(res: Promise<ApiResponse>): Promise<ApiResponse> {
 /** History without the timestamps (checked separately), for exact comparison. */
 const strip = (vs: Version[]): Omit<Version, 'timestamp'>[] => vs.map(({ timestamp: _t, ...rest }) => rest);
 
-describe('HTTP history: GET /history/{path}, ?version, ?ref, /diff, /rollback (contract §4)', function () {
+describe('HTTP history: GET /history/{path}, ?version, ?ref, /diff, /rollback', function () {
   this.timeout(60_000);
 
   let server: TestServer;

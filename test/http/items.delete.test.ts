@@ -79,7 +79,7 @@ describe('HTTP DELETE /api/v1/knowledge/items/{path}', () => {
     ]);
   });
 
-  it('the path stays occupied: PUT after DELETE -> 409 with the specification’s message', async () => {
+  it('the path stays occupied: PUT after DELETE -> 409 with the deleted-item message', async () => {
     expectError(await put(server, writer, 'sib/b.md', { content: 'again' }), 409, MSG.inTrash);
   });
 

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { api } from '../support/server.js';
-import { del, expectError, expectTextItem, get, itemOf, itemUrl, MSG, put, sleep } from './helpers.js';
+import { sleep } from '../support/sleep.js';
+import { del, expectError, expectTextItem, get, itemOf, itemUrl, MSG, put } from './helpers.js';
 
 describe('HTTP GET /api/v1/knowledge/items/{path}', () => {
   let server: TestServer;

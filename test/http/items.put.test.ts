@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { commitCount, fsckStrict, git } from '../support/git.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { del, expectError, expectTextItem, get, itemOf, MSG, put, sleep } from './helpers.js';
+import { sleep } from '../support/sleep.js';
+import { del, expectError, expectTextItem, get, itemOf, MSG, put } from './helpers.js';
 
 describe('HTTP PUT /api/v1/knowledge/items/{path}', () => {
   let server: TestServer;
@@ -9,7 +10,7 @@ describe('HTTP PUT /api/v1/knowledge/items/{path}', () => {
   let writer: string;
   let reader: string;
 
-  /** The last commit's message, without the store's own `Key: value` trailers (design.md: Item-Id etc.). */
+  /** The last commit's message, without the store's own `Key: value` trailers (Item-Id etc.). */
   const lastMessage = async (): Promise<string> => {
     const full = (await git(['log', '-1', '--format=%B', 'main'], { gitdir: server.gitdir() })).replace(/\n+$/, '');
     const paragraphs = full.split('\n\n');

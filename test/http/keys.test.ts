@@ -49,7 +49,7 @@ function created(res: ApiResponse): { secret: string; key: KeyView } {
 
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 
-describe('HTTP key management: GET/POST /keys, DELETE /keys/{keyId} (contract §2, §4)', function () {
+describe('HTTP key management: GET/POST /keys, DELETE /keys/{keyId}', function () {
   this.timeout(60_000);
 
   let server: TestServer;

@@ -6,7 +6,7 @@ import { api, startTestServer, type TestServer } from '../support/server.js';
 import { LIST, put } from './helpers.js';
 
 /**
- * The list is streamed (issue 7), and must still be byte for byte the JSON it was when it was built
+ * The list is streamed (so memory stays bounded), and must still be byte for byte the JSON it was when it was built
  * whole: `JSON.stringify({ success: true, data: { items, nextCursor? } })`.
  */
 

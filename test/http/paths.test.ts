@@ -4,7 +4,7 @@ import { api, startTestServer, type TestServer } from '../support/server.js';
 import { del, expectError, expectTextItem, get, itemOf, itemsOf, ITEMS, list, MSG, put, rawRequest } from './helpers.js';
 
 /**
- * Contract §3 path rules, for every operation. `encoded` is what goes into the URL
+ * The path rules (see README, Paths), for every operation. `encoded` is what goes into the URL
  * after /items/ (already percent-encoded where needed); fetch sends it unchanged.
  */
 const INVALID: { rule: string; encoded: string }[] = [
@@ -57,7 +57,7 @@ const RAW_INVALID: { rule: string; target: string }[] = [
   { rule: '%2e%2e%2F encoded traversal', target: '%2e%2e%2Fsecret.md' },
 ];
 
-describe('HTTP paths: the path rules on PUT, GET and DELETE (contract §3)', () => {
+describe('HTTP paths: the path rules on PUT, GET and DELETE', () => {
   let server: TestServer;
   let commitsBefore: number;
 
@@ -126,7 +126,7 @@ describe('HTTP paths: the path rules on PUT, GET and DELETE (contract §3)', () 
   });
 });
 
-describe('HTTP paths: valid paths and decoding (contract §3)', () => {
+describe('HTTP paths: valid paths and decoding', () => {
   let server: TestServer;
 
   before(async () => {

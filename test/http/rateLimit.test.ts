@@ -5,11 +5,12 @@ import { clientAddress, TokenBuckets } from '../../src/http/middleware/rateLimit
 import { ensureBuilt, killAllChildren, spawnCli } from '../support/child.js';
 import { commitCount } from '../support/git.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
+import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
-import { get, LIST, MSG, put, sleep } from './helpers.js';
+import { get, LIST, MSG, put } from './helpers.js';
 
 /**
- * Rate limits (issue 7, suite 5): per key on every API request, and per client address for failed
+ * Rate limits (see README, Reliability): per key on every API request, and per client address for failed
  * authentication; 429 `Too many requests` with Retry-After and the IETF RateLimit header fields;
  * configurable; the defaults never throttle a normal agent.
  */

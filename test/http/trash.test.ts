@@ -43,7 +43,7 @@ async function ok(res: Promise<ApiResponse>): Promise<ApiResponse> {
   return r;
 }
 
-describe('HTTP trash: GET /trash, POST /trash/restore, DELETE /trash/items/{path} (contract §4)', function () {
+describe('HTTP trash: GET /trash, POST /trash/restore, DELETE /trash/items/{path}', function () {
   this.timeout(60_000);
 
   let server: TestServer;

@@ -5,12 +5,13 @@ import { expect } from 'chai';
 import { ensureBuilt, killAllChildren, spawnServe, type ServeChild } from '../support/child.js';
 import { commitCount } from '../support/git.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
+import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
 import { bulkContent, bulkPath, writeBulkItems } from './bulkItems.js';
 import { rawExchange, type RawResponse } from './rawHttp.js';
 
 /**
- * Abusive clients (issue 7, suite 6): bodies over the limit are refused before they are read whole;
+ * Abusive clients (see README, Reliability): bodies over the limit are refused before they are read whole;
  * deeply nested JSON, oversized headers and query strings get a clear 4xx; slow clients (slowloris)
  * cannot stop others being served; 1,000 concurrent connections are all answered; memory stays
  * bounded while listing many large items.
@@ -20,7 +21,6 @@ import { rawExchange, type RawResponse } from './rawHttp.js';
 
 const FULL = process.env.ABUSE_FULL === '1';
 const LIST = '/api/v1/knowledge';
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const TOO_LARGE = { success: false, error: 'Content too large' };
 
 function expectEnvelope(res: RawResponse, statuses: number[]): void {
@@ -31,10 +31,10 @@ function expectEnvelope(res: RawResponse, statuses: number[]): void {
   expect(body.error).to.be.a('string').and.not.equal('');
 }
 
-describe('Abuse (issue 7): bad requests', () => {
+describe('Abuse: bad requests', () => {
   let server: TestServer;
   let commitsBefore: number;
-  // Body limit: the content limit (1 MiB by default) plus 64 KiB for the other fields (contract §6).
+  // Body limit: the content limit (1 MiB by default) plus 64 KiB for the other fields.
   const BODY_LIMIT = 1_048_576 + 64 * 1024;
 
   before(async () => {
@@ -138,7 +138,7 @@ function getOver(agent: http.Agent, url: string, key: string): Promise<{ status:
   });
 }
 
-describe('Abuse (issue 7): slow and many clients', () => {
+describe('Abuse: slow and many clients', () => {
   let server: TestServer;
 
   before(async () => {
@@ -256,7 +256,7 @@ class ListChecker {
   }
 }
 
-describe(`Abuse (issue 7): memory while listing ${FULL ? '10,000' : '2,000'} items of 100 KB (child server)`, function () {
+describe(`Abuse: memory while listing ${FULL ? '10,000' : '2,000'} items of 100 KB (child server)`, function () {
   const COUNT = FULL ? 10_000 : 2_000;
   const BYTES = 100_000;
   // What the server may grow by while it streams the list, however long: what stays (its content

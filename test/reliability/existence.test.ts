@@ -4,7 +4,7 @@ import { api, startTestServer, type ApiResponse, type TestServer } from '../supp
 import { head, urlOf } from '../http/adminApi.js';
 
 /**
- * Existence leaks (issue 11), as one model-based test over every route. A role that may not read
+ * Existence leaks (see README, Keys, roles and permissions), as one model-based test over every route. A role that may not read
  * an item must learn nothing about it beyond "this path is taken". fast-check draws a world of
  * items, some of them hidden from a role (by their own read permission, by a folder rule, in the
  * trash or not); the world is written into one organization whole (A) and, for each role, into
@@ -86,7 +86,7 @@ interface Store {
   built: string;
 }
 
-describe('Reliability: existence leaks — a hidden item is an unknown one, except that its path is taken (issue 11)', function () {
+describe('Reliability: existence leaks — a hidden item is an unknown one, except that its path is taken', function () {
   this.timeout(600_000);
   let server: TestServer;
   let orgs = 0;

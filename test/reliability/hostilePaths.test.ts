@@ -7,12 +7,12 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { del, itemsOf, list, LIST, put, rawRequest, type RawResponse } from '../http/helpers.js';
 
 /**
- * Issue 7, suite 4: hostile paths. fixtures/hostile-paths.json is the corpus: `raw` is the
+ * Hostile paths (see README, Reliability). fixtures/hostile-paths.json is the corpus: `raw` is the
  * request-target suffix exactly as it goes on the wire after the route prefix. It is sent with
  * node's http client (fetch would resolve dot segments and re-encode), where every character is
  * one byte: %-sequences go out as written, and U+0080..U+00FF become single raw bytes.
  *
- * Every entry breaks the path rules of contract §3, on every route that takes a path:
+ * Every entry breaks the path rules (README, Paths), on every route that takes a path:
  * PUT, GET and DELETE /items/{path}, GET /history/{path}, GET /diff/{path}, DELETE
  * /trash/items/{path}. All of them answer 400 with `Invalid path: <rule>`. None of them is a
  * 404: each route's pattern is `<prefix>{/*path}`, which matches any suffix (the empty one
@@ -72,7 +72,7 @@ const everNamed = async (gitdir: string): Promise<string[]> =>
     ),
   ].sort();
 
-describe('Reliability: hostile paths are refused with 400 and write nothing (issue 7, suite 4)', function () {
+describe('Reliability: hostile paths are refused with 400 and write nothing', function () {
   this.timeout(120_000);
   let server: TestServer;
   let gitdir: string;

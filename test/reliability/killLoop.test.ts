@@ -2,11 +2,12 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { ensureBuilt, killAllChildren, runCli, spawnServe, type ServeChild } from '../support/child.js';
 import { commitCount, fsckStrict, git } from '../support/git.js';
+import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
 import { catFileBatch } from './gitBatch.js';
 
 /**
- * Kill loop (issue 7, suite 1): a child server under a concurrent load of creates, updates, deletes and
+ * Kill loop (see README, Reliability): a child server under a concurrent load of creates, updates, deletes and
  * restores is killed with SIGKILL at a random moment, restarted on the same data dir with no repair step,
  * and judged against a model of what was acknowledged, through the API and through C git.
  *
@@ -42,7 +43,6 @@ interface PathModel {
 
 const contentOf = (path: string, version: number): string => `${path} version ${version}\n`;
 const CONTENT = /^(\S+) version (\d+)\n$/;
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const same = (a: State, b: State): boolean => a.kind === b.kind && (a.kind === 'absent' || a.version === (b as { version: number }).version);
 const show = (s: State): string => (s.kind === 'absent' ? 'absent' : `${s.kind} v${s.version}`);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)] as T;

@@ -5,7 +5,7 @@ import { ensureBuilt, ROOT, spawnServe, type ServeChild } from '../support/child
 import { tmpDir } from '../support/tmp.js';
 
 /**
- * Headers and leaks (issue 7, suite 8): whatever is asked, every response carries
+ * Headers and leaks (see README, Reliability): whatever is asked, every response carries
  * `X-Content-Type-Options: nosniff` (and the `X-Request-Id` the README promises on every response), and no
  * response shows a stack trace or a filesystem path: not the data dir, not the code's location, not
  * node_modules, no `at …:line:col` frames, no `Error:`. Every route, bad input, wrong methods, malformed

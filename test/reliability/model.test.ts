@@ -3,10 +3,11 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { commitCount, git } from '../support/git.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
-import { ITEMS, LIST, MSG, rawRequest, sleep, UUID, type Item, type RawResponse } from '../http/helpers.js';
+import { sleep } from '../support/sleep.js';
+import { ITEMS, LIST, MSG, rawRequest, UUID, type Item, type RawResponse } from '../http/helpers.js';
 
 /**
- * Issue 7, suite 3: model-based fuzzing. fast-check draws sequences of operations by random roles;
+ * Model-based fuzzing (see README, Reliability). fast-check draws sequences of operations by random roles;
  * each one runs against the real server and against the small reference model below, and the
  * two must agree on the status and the body of every answer. After each sequence they must agree
  * on every item, every list, every history and the trash, for every role, and on the number of
@@ -160,7 +161,7 @@ function modelPut(m: Model, op: PutOp): Expected {
     m.commits++;
     return { status: 200, item: { path: op.path, model: item, changed: 'created' } };
   }
-  // An item the role may not read, live or trashed, only makes the path taken (issue 11: no existence leak).
+  // An item the role may not read, live or trashed, only makes the path taken (no existence leak).
   if (!can(op.role, resolve(m, op.path, current.read, 'read'))) return { status: 409, error: `Path conflict: "${op.path}" is taken` };
   if (current.state === 'trashed') return { status: 409, error: MSG.inTrash };
   const needed = highest(resolve(m, op.path, current.read, 'read'), resolve(m, op.path, current.write, 'write'));
@@ -604,7 +605,7 @@ async function freshOrg(server: TestServer): Promise<Real> {
   return { server, orgId, keys, tags: new Map(), seen: new Map() };
 }
 
-describe('Reliability: model-based fuzzing against a reference model (issue 7, suite 3)', function () {
+describe('Reliability: model-based fuzzing against a reference model', function () {
   this.timeout(15 * 60_000);
   let server: TestServer;
 
@@ -693,7 +694,7 @@ describe('Reliability: model-based fuzzing against a reference model (issue 7, s
 // Random requests
 // ---------------------------------------------------------------------------------------------
 
-/** Sends one request and holds its answer to the contract: below 500, a JSON envelope, a request id. */
+/** Sends one request and checks what every answer must be: below 500, a JSON envelope, a request id. */
 async function answerOf(server: TestServer, req: RandomRequest): Promise<RawResponse> {
   let res: RawResponse;
   try {

@@ -5,10 +5,11 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { ensureBuilt, runCli, spawnServe, type ServeChild } from '../support/child.js';
 import { git } from '../support/git.js';
+import { sleep } from '../support/sleep.js';
 import { tmpDir } from '../support/tmp.js';
 
 /**
- * Keys (issue 7, suite 7): a revoked key is refused on its very next request, whether the CLI or the API
+ * Keys (see README, Reliability): a revoked key is refused on its very next request, whether the CLI or the API
  * revoked it; keys and their hashes never appear in logs (at debug level, which logs every request), in
  * error or other responses, in CLI output, in the server's repository, or in a clone; last-used times
  * are recorded without a write to keys.json per request.
@@ -16,7 +17,6 @@ import { tmpDir } from '../support/tmp.js';
 
 const ADMIN_LINE = /^Admin API key for organization "default": (ks_\S+)$/m;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 const basic = (secret: string): string => Buffer.from(`x:${secret}`, 'utf8').toString('base64');
 

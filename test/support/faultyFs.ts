@@ -3,7 +3,7 @@ import type { FileHandle } from 'node:fs/promises';
 import type { FileHandleLike, FsPromises, StatsLike } from '../../src/storage/fs/fs.js';
 
 /**
- * A failing disk for reliability tests (issue 7): node's `fs.promises` behind
+ * A failing disk for reliability tests: node's `fs.promises` behind
  * the storage layer's `FsPromises`, counting every call, including the
  * write/chmod/sync/close calls made on the file handles it returns. Armed with
  * `{ failAt: N, code }`, the N-th counted call after arming throws an error

@@ -6,7 +6,7 @@ import type { OrgStore } from '../../storage/repo/orgStore.js';
 import { Unauthorized } from '../httpErrors.js';
 import type { AppState } from '../state.js';
 
-/** `Authorization: Bearer <key>`, or `X-API-Key: <key>` (contract §2). */
+/** `Authorization: Bearer <key>`, or `X-API-Key: <key>`. */
 export function presentedKey(authorization: string, apiKeyHeader: string): string | undefined {
   const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
   if (bearer) return bearer[1];
@@ -15,7 +15,7 @@ export function presentedKey(authorization: string, apiKeyHeader: string): strin
 
 /**
  * Runs before anything else is looked at: a missing, unknown or revoked key is
- * 401 `Invalid API key` on every API route, known or not (contract §2).
+ * 401 `Invalid API key` on every API route, known or not.
  */
 export function requireApiKey(deps: { keys: KeyStore; orgs: OrgStore; clock?: Clock }): Middleware<AppState> {
   return async (ctx, next) => {

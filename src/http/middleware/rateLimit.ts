@@ -17,7 +17,7 @@ interface Bucket {
 }
 
 /**
- * Token buckets by name (issue 7: per key, and per client address for failed
+ * Token buckets by name (per key, and per client address for failed
  * authentication). A bucket holds `burst` tokens and refills at `perMinute`;
  * a request takes one. Memory stays bounded: buckets are kept in order of last
  * use, and the idlest ones are dropped as soon as they have refilled (a full

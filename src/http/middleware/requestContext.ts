@@ -4,7 +4,7 @@ import type { Logger } from '../../common/log.js';
 import { standardHeaders } from '../headers.js';
 import type { AppState } from '../state.js';
 
-/** A request id on every response (contract §3), safe defaults on every response, and a debug access log. */
+/** A request id on every response (a server fault is logged with it), safe defaults on every response, and a debug access log. */
 export function requestContext(logger: Logger): Middleware<AppState> {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();

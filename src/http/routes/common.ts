@@ -25,7 +25,7 @@ export interface RouteDeps {
 }
 
 /**
- * The path after `prefix` as the client wrote it, URL-decoded exactly once (contract §3):
+ * The path after `prefix` as the client wrote it, URL-decoded exactly once (see README, Paths):
  * `%2F` becomes "/", and `%252F` becomes the literal "%2F" (then refused by the path rules).
  */
 export function pathAfter(ctx: ParameterizedContext<AppState>, prefix: string): string {

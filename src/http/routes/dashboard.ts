@@ -27,7 +27,7 @@ export const DASHBOARD_CSP = [
   "form-action 'none'",
 ].join('; ');
 
-/** The only files served: what `npm run build` writes to dist/dashboard/ (issue #5). */
+/** The only files served: what `npm run build` writes to dist/dashboard/; nothing else there is reachable. */
 const FILES: Record<string, { file: string; type: string }> = {
   '': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },

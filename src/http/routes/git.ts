@@ -13,7 +13,7 @@ import type { RouteDeps } from './common.js';
 /** A fetch negotiation is wants and haves: megabytes at most. Anything bigger is abuse. */
 const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 
-/** `git clone http://x:<key>@host/git/<org>.git`: the key is the HTTP Basic password (contract §5). */
+/** `git clone http://x:<key>@host/git/<org>.git`: the key is the HTTP Basic password. */
 async function gitActor(ctx: ParameterizedContext<AppState>, deps: Pick<RouteDeps, 'keys' | 'clock'>): Promise<Actor> {
   const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(ctx.get('Authorization'));
   const decoded = basic ? Buffer.from(basic[1] as string, 'base64').toString('utf8') : '';

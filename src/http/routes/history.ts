@@ -8,7 +8,7 @@ import { API_PREFIX, jsonBody, pathAfter, requirePermission, SMALL_BODY_BYTES, t
 const HISTORY_PREFIX = `${API_PREFIX}/history`;
 const DIFF_PREFIX = `${API_PREFIX}/diff`;
 
-/** History, diff and rollback (contract §4): every version reachable, history never rewritten. */
+/** History, diff and rollback: every version reachable, history never rewritten. */
 export function historyRoutes(options: Pick<RouteDeps, 'maxContentBytes' | 'clock'>): Router<AppState> {
   const router = new Router<AppState>();
 

@@ -12,7 +12,7 @@ const ITEMS_PREFIX = `${API_PREFIX}/items`;
 
 export function itemRoutes(options: Pick<RouteDeps, 'maxContentBytes' | 'logger' | 'clock'>): Router<AppState> {
   const router = new Router<AppState>();
-  // The content limit plus room for the other fields and JSON escaping (contract §6).
+  // The content limit plus room for the other fields and JSON escaping; a larger body is 413 before it is read whole.
   const parseJson = jsonBody(options.maxContentBytes + 64 * 1024);
 
   router.get(API_PREFIX, async (ctx) => {
@@ -39,7 +39,7 @@ export function itemRoutes(options: Pick<RouteDeps, 'maxContentBytes' | 'logger'
         throw err;
       }
     })();
-    // Streamed (issue 7): a list of 10,000 large items is never held in memory whole; the client's pace sets the reads.
+    // Streamed: a list of 10,000 large items is never held in memory whole; the client's pace sets the reads.
     ctx.type = 'json';
     ctx.body = Readable.from(pieces, { objectMode: false });
   });

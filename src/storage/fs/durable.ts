@@ -4,7 +4,7 @@ import { errnoCode } from '../../common/errors.js';
 import type { FsPromises } from './fs.js';
 
 /**
- * Durable writes, the way C git does them (design.md, storage rule 3): write a
+ * Durable writes, the way C git does them (isomorphic-git never fsyncs): write a
  * temp file, fsync it, rename it into place, fsync the directory. A crash leaves
  * either the old file or the new one, never half of one.
  */

@@ -28,7 +28,7 @@ export interface FlushReport {
 
 /**
  * Collects the objects of one or more commits in memory, then writes them all
- * durably in one flush (design.md, storage rules 1 and 3).
+ * durably in one flush.
  *
  * A flush writes a single pack and its index, however many commits the batch
  * holds: temp files -> fsync -> rename (pack first, so a reader that finds the

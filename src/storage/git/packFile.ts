@@ -17,8 +17,8 @@ export interface BuiltPack {
 /**
  * Encodes objects as a git pack (version 2, whole objects, no deltas) and its
  * index (version 2), the files C git itself reads: a group commit lands as one
- * pack, so a batch costs two file fsyncs however many objects it holds
- * (design.md, storage rule 3). Deltas are left to `git repack`, which
+ * pack, so a batch costs two file fsyncs however many objects it holds.
+ * Deltas are left to `git repack`, which
  * rewrites small packs into large ones later.
  *
  * Deflated with level 1: these packs are short-lived (repack recompresses what

@@ -32,7 +32,7 @@ export async function readRef(fs: FsPromises, gitdir: string, ref = MAIN_REF): P
 }
 
 /**
- * Compare-and-swap of a branch (design.md, storage rule 2): under the
+ * Compare-and-swap of a branch, so two racing commits cannot lose one: under the
  * `<ref>.lock` O_EXCL lock, check the ref still holds `expected`, then write
  * `next` durably. isomorphic-git's writeRef checks nothing and takes no lock.
  */
@@ -52,8 +52,8 @@ export async function compareAndSwapRef(args: {
     await lock.commit(`${next}\n`);
   } catch (err) {
     // The rename may have gone through and only the fsync of the directory failed: the
-    // branch shows `next`, but not durably, and the caller answers failure (design.md,
-    // rule 3: 200 only once the ref update is durable). Put `expected` back, so that the
+    // branch shows `next`, but not durably, and the caller answers failure (a
+    // write answers 200 only once the ref update is durable). Put `expected` back, so that the
     // branch holds what the caller reports; the caller re-reads the branch either way.
     if (lock.committed) await undoSwap({ fs, gitdir, ref, expected, next, lock: args.lock }).catch(() => undefined);
     throw err;

@@ -21,7 +21,7 @@ export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 
 /**
  * Builds the root tree of a new commit by rewriting only the trees on the
- * changed paths (design.md, storage rule 1): a write costs the depth of the
+ * changed paths: a write costs the depth of the
  * path times the size of the folders on it, never the size of the repository.
  * Trees it reads or writes are remembered by id, so a burst of commits to the
  * same folders reads nothing from disk, and nothing it has not yet flushed.

@@ -7,7 +7,7 @@ import { fsyncDir } from '../fs/durable.js';
 import { withLock } from '../fs/lockFile.js';
 
 /**
- * API keys live outside git (design.md, storage rule 8), in `<dataDir>/keys.json`:
+ * API keys live outside git, in `<dataDir>/keys.json`:
  * only a SHA-256 of each secret is kept, so a clone never carries a key or its
  * hash. The CLI and the server share the file: every change is made under the
  * file's O_EXCL lock and lands by rename, and the server notices a changed file

@@ -39,7 +39,7 @@ export type WriteIntent = ItemIntent | FolderRuleIntent;
  * The commit builder: turns one write intent into the blobs, the rewritten
  * trees (only those on the changed paths) and the commit object, all staged
  * in memory until the batch is flushed. One intent, one commit; content and
- * record change together (design.md, storage rules 1, 4 and 7).
+ * record change together, and every object must pass `git fsck --strict`.
  */
 export async function buildCommit(args: {
   intent: WriteIntent;

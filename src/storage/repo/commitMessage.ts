@@ -1,6 +1,6 @@
 /**
  * Commit messages end with a trailer block that names the item and the action
- * (design.md, storage rule 6): per-item history and the change feed are
+ * (`Item-Id:` and the like): per-item history and the change feed are
  * rebuilt from these, never from `git log -- <path>`. Only the last paragraph
  * is read as trailers, and the store always writes that paragraph itself, so a
  * client's `message` cannot forge one.

@@ -27,8 +27,8 @@ export interface CommitFacts {
 const HEADER = '{"knowledgeHistoryLog":1}';
 
 /**
- * Every commit of main, oldest first, with a per-item index (design.md,
- * storage rule 6): an item's history is a map lookup, never `git log -- path`,
+ * Every commit of main, oldest first, with a per-item index (read from the
+ * commits' trailers): an item's history is a map lookup, never `git log -- path`,
  * which walks the whole repository.
  *
  * It is derived data, kept beside the repository in `knowledge-history.jsonl`

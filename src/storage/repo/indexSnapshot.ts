@@ -21,7 +21,7 @@ export interface IndexSnapshot {
 /**
  * The item index saved beside the repository (`knowledge-index.json`, inside
  * the bare repository's directory: git ignores it, a clone does not carry it),
- * so a start reads one file instead of one record blob per item (issue 6:
+ * so a start reads one file instead of one record blob per item (target:
  * startup under 3 s at 50,000 items).
  *
  * Like the history log it is derived data, keyed by the commit it describes.

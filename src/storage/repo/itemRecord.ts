@@ -1,8 +1,8 @@
 import { CorruptStore } from '../errors.js';
 
 /**
- * The per-item sidecar record, committed beside the content (design.md, storage
- * rule 4). Storage keeps permission values as opaque strings; the domain
+ * The per-item sidecar record, always committed in the same commit as its
+ * content. Storage keeps permission values as opaque strings; the domain
  * decides what they mean. Trash and history need deletedAt/deletedBy and the
  * actor ids, so they are here from the first commit.
  */

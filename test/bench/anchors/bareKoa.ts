@@ -1,5 +1,5 @@
 /**
- * Anchor (a) of issue 6: the limit of our HTTP stack. A bare Koa app that
+ * Anchor (a) of the benchmark (README, Performance): the limit of our HTTP stack. A bare Koa app that
  * checks `Authorization: Bearer <key>` the way the store does (SHA-256 of the
  * presented key, compared in constant time; 401 otherwise) and answers every
  * GET with the same ~600-byte JSON item, serialized by Koa as ours is. Nothing

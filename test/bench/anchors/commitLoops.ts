@@ -3,7 +3,7 @@ import { commitCount, git } from '../../support/git.js';
 import { onServerCpu, type Pinning } from '../machine.js';
 
 /**
- * The commit loops the PUT figures are held against (issue 6), each run in its
+ * The commit loops the PUT figures are held against, each run in its
  * own process on the server CPU and reporting commits per second.
  *
  * Anchor (b): the native `git` CLI committing one changed file per commit with

@@ -1,5 +1,5 @@
 /**
- * Anchor (c) of issue 6: the naive isomorphic-git way, a working tree and an
+ * Anchor (c) of the benchmark (README, Performance): the naive isomorphic-git way, a working tree and an
  * index: per commit `fs.writeFile` of one file, `git.add`, `git.commit`. It is
  * what a first implementation would do; isomorphic-git fsyncs nothing, so it is
  * not even durable. The repository (non-bare, `files` files on disk, one commit)

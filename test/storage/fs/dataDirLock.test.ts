@@ -8,6 +8,7 @@ import type { FsPromises } from '../../../src/storage/fs/fs.js';
 import { CLI, ensureBuilt, killAllChildren, ROOT, spawnServe } from '../../support/child.js';
 import { rejection } from '../../support/records.js';
 import { api } from '../../support/server.js';
+import { sleep } from '../../support/sleep.js';
 import { tmpDir } from '../../support/tmp.js';
 
 /**
@@ -189,7 +190,6 @@ describe('storage/dataDirLock', function () {
 });
 
 const ADMIN_KEY = /^Admin API key for organization "default": (ks_\S+)$/m;
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The state letter of a process in /proc (R, S, Z...), or null when it is gone. */
 async function processState(pid: number): Promise<string | null> {

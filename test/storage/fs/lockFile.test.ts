@@ -6,7 +6,7 @@ import { LockFile, withLock } from '../../../src/storage/fs/lockFile.js';
 import { memoryFs } from '../../support/memfs.js';
 import { rejection } from '../../support/records.js';
 
-/** O_EXCL lock files, C git style (design.md, storage rule 2). */
+/** O_EXCL lock files, C git style: the branch is compare-and-swapped under one. */
 
 const TARGET = '/repo/refs/heads/main';
 const LOCK = `${TARGET}.lock`;

@@ -10,7 +10,7 @@ import type { TreeEntry } from '../../../src/storage/git/objectStager.js';
 import { memoryFs } from '../../support/memfs.js';
 
 /**
- * The store serializes git objects itself (speed: issue 6). isomorphic-git's
+ * The store serializes git objects itself (for speed; see README, Performance). isomorphic-git's
  * writers are the oracle: on random input both must give the same ids, so
  * every commit the store wrote before keeps its id and the pinned fixture
  * still matches.

@@ -12,7 +12,7 @@ import { memoryFs } from '../../support/memfs.js';
 import { tmpDir } from '../../support/tmp.js';
 
 /**
- * A group commit lands as one pack (issue 6). C git is the judge: it must
+ * A group commit lands as one pack. C git is the judge: it must
  * index the pack to the very same bytes as our index, verify it, and fsck a
  * repository made of such packs.
  */

@@ -6,7 +6,7 @@ import { compareAndSwapRef, MAIN_REF, readRef } from '../../../src/storage/git/r
 import { memoryFs } from '../../support/memfs.js';
 import { rejection } from '../../support/records.js';
 
-/** Reading and compare-and-swapping `refs/heads/main` (design.md, storage rule 2). */
+/** Reading and compare-and-swapping `refs/heads/main` under its O_EXCL lock file. */
 
 const GITDIR = '/repo.git';
 const A = 'a'.repeat(40);

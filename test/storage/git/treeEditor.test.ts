@@ -8,7 +8,7 @@ import { gitOrder, lookup, readObject, readRawTree } from '../../support/gitObje
 import { memoryFs } from '../../support/memfs.js';
 
 /**
- * The commit builder's tree rewriting (design.md, storage rules 1 and 7), on
+ * The commit builder's tree rewriting, on
  * memfs: only trees on a changed path are written, entries are in git's
  * order, and a folder whose last file leaves disappears.
  */

@@ -6,16 +6,16 @@ import type { FsPromises } from '../../../src/storage/fs/fs.js';
 import { watchDirectory } from '../../../src/storage/fs/fileWatch.js';
 import { KeyStore, type KeyRecord } from '../../../src/storage/keys/keyStore.js';
 import { FaultyFs, type CallRecord } from '../../support/faultyFs.js';
+import { sleep } from '../../support/sleep.js';
 import { tmpDir } from '../../support/tmp.js';
 
 /**
- * The key file shared by the server and the CLI (design.md, storage rule 8;
- * contract §1: a key created while the server runs works within a second, and
+ * The key file shared by the server and the CLI (outside git;
+ * a key created while the server runs works within a second, and
  * concurrent use never corrupts state). Real disk: inodes, renames, O_EXCL.
  */
 
 const fs = nodeFs as unknown as FsPromises;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 let n = 0;
 function key(orgId = 'acme', extra: Partial<KeyRecord> = {}): KeyRecord {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { formatCommitMessage, parseTrailers, type ItemAction, type ItemTrailers } from '../../../src/storage/repo/commitMessage.js';
 
-/** Trailers (design.md, storage rule 6): history is rebuilt from them, so a client message must not forge them. */
+/** Trailers: history is rebuilt from them, so a client message must not forge them. */
 
 const TRAILERS: ItemTrailers = { itemId: '7d1c4a9e-0b7f-4a43-9a53-3b8c1f9e2d10', itemPath: 'docs/guide.md', action: 'update' };
 

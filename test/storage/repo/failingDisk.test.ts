@@ -14,7 +14,7 @@ import { fsckStrict, git } from '../../support/git.js';
 import { api, type ApiResponse } from '../../support/server.js';
 
 /**
- * A failing disk (issue 7, suite 2): every file system call a write makes is,
+ * A failing disk (see README, Reliability): every file system call a write makes is,
  * in turn, made to fail with ENOSPC and with EIO. Whichever call fails, the
  * request answers a 5xx JSON envelope (507 for a full disk), `main` and what
  * the API serves stay as they were, no ref lock is left behind, and the same
@@ -64,7 +64,7 @@ function tolerated(call: CallRecord): boolean {
   return call.op === 'appendFile' && call.path.endsWith('/knowledge-history.jsonl');
 }
 
-describe('failing disk: a fault at every fs call of a write (issue 7, suite 2)', function () {
+describe('failing disk: a fault at every fs call of a write', function () {
   this.timeout(120_000);
 
   let tmp: { dir: string; cleanup: () => Promise<void> };

@@ -13,7 +13,7 @@ import { textRecord } from '../../support/records.js';
 import { hostGit } from '../../support/git.js';
 
 /**
- * The history log (design.md, storage rule 6): one entry per commit of main,
+ * The history log: one entry per commit of main,
  * kept in `<gitdir>/knowledge-history.jsonl` and caught up from git at load.
  * Built by real OrgRepo writes on memfs; reloads go through HistoryLog.load
  * with a counting readCommit, so what is read from git is visible.

@@ -10,7 +10,7 @@ import { memoryFs } from '../../support/memfs.js';
 import { hostGit } from '../../support/git.js';
 
 /**
- * The index snapshot (issue 6: start in under 3 s at 50,000 items). A start
+ * The index snapshot (target: start in under 3 s at 50,000 items). A start
  * from a snapshot of the head reads no record; from an older snapshot it reads
  * only what changed since; a damaged or foreign one is rebuilt from git. In
  * every case the index is the one a rebuild from git gives.

@@ -3,7 +3,7 @@ import { IndexOverlay, ItemIndex, versionTag, type IndexEntry } from '../../../s
 import type { ItemRecord } from '../../../src/storage/repo/itemRecord.js';
 import { textRecord } from '../../support/records.js';
 
-/** The in-memory index (design.md, storage rule 5): sorted listing, paging, folder counts, a batch's overlay. */
+/** The in-memory index (reads come from memory, not git): sorted listing, paging, folder counts, a batch's overlay. */
 
 let counter = 0;
 function entry(path: string, extra: Partial<ItemRecord> = {}): IndexEntry {

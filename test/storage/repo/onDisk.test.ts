@@ -8,7 +8,7 @@ import { api, fs, startTestServer, type TestServer } from '../../support/server.
 import { tmpDir } from '../../support/tmp.js';
 
 /**
- * What lands on disk (design.md storage rules; contract §5), judged by C git on
+ * What lands on disk (see README, How it stores things), judged by C git on
  * the bare repository: one commit per change, content at its path, deleted
  * content under `.trash/`, sidecar records, trailers, authors, and a restart
  * and a clone that see the same thing.

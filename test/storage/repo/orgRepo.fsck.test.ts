@@ -9,7 +9,7 @@ import { fsckStrict, git, hostGit } from '../../support/git.js';
 import { tmpDir } from '../../support/tmp.js';
 import { textRecord } from '../../support/records.js';
 
-/** What OrgRepo writes on a real disk is judged by C git (design.md, storage rules 7 and 10). */
+/** What OrgRepo writes on a real disk is judged by C git (`git fsck --strict`), on a real disk rather than memfs. */
 
 const fs = nodeFs as unknown as FsPromises;
 const AUTHOR = { name: 'Ada Lovelace (ci)', email: 'key_00112233aabbccdd' };

@@ -17,7 +17,7 @@ import { rejection } from '../../support/records.js';
 import { hostGit } from '../../support/git.js';
 
 /**
- * The commit builder and write queue (design.md, storage rules 1–7) on memfs:
+ * The commit builder and write queue on memfs:
  * an organization created by OrgStore, then transactions through OrgRepo.write.
  */
 
@@ -352,7 +352,7 @@ describe('storage/orgRepo (memfs)', () => {
     });
   });
 
-  it('works on a plain memfs volume (design.md: storage unit tests use memfs)', async () => {
+  it('works on a plain memfs volume', async () => {
     // memfs refuses writes through a handle created 0444 (Linux allows them); objects must still land.
     const plain = memoryFs();
     await new OrgStore({ git: hostGit, fs: plain.fs, dataDir: DATA, logger: silentLogger }).create(ORG, new Date());

@@ -9,7 +9,7 @@ import { putIntent } from '../../support/intents.js';
 import { tmpDir } from '../../support/tmp.js';
 
 /**
- * Reads after a repack (issue 6): the repack deletes only the small packs it
+ * Reads after a repack: the repack deletes only the small packs it
  * rolled up, so the large pack a read already holds in memory stays there; it
  * is not read from disk again after every repack.
  */
