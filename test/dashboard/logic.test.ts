@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { createTwoFilesPatch } from 'diff';
 import { effectiveRequirement } from '../../src/dashboard/client/access.js';
 import { diffStats, parseUnifiedDiff, sideBySide } from '../../src/dashboard/client/diff.js';
-import { buildTree, filterPaths, foldersAbove } from '../../src/dashboard/client/tree.js';
+import { buildTree, filterPaths } from '../../src/dashboard/client/tree.js';
+import { ancestorFolders } from '../../src/domain/paths.js';
 
 /** The dashboard's pure parts (no DOM), against what the server really sends. */
 describe('Dashboard logic: diff parsing, the folder tree, inherited requirements', () => {
@@ -45,7 +46,7 @@ describe('Dashboard logic: diff parsing, the folder tree, inherited requirements
     });
   });
 
-  describe('buildTree / filterPaths / foldersAbove', () => {
+  describe('buildTree / filterPaths / ancestorFolders', () => {
     it('nests folders, counts items below each, sorts folders before items', () => {
       const tree = buildTree(['readme.md', 'docs/b.md', 'docs/a.md', 'docs/api/ref.md', 'alpha/x.md']);
       expect(tree.count).to.equal(5);
@@ -66,8 +67,8 @@ describe('Dashboard logic: diff parsing, the folder tree, inherited requirements
     });
 
     it('lists the folders above a path, outermost first', () => {
-      expect(foldersAbove('a/b/c.md')).to.deep.equal(['a', 'a/b']);
-      expect(foldersAbove('top.md')).to.deep.equal([]);
+      expect(ancestorFolders('a/b/c.md')).to.deep.equal(['a', 'a/b']);
+      expect(ancestorFolders('top.md')).to.deep.equal([]);
     });
   });
 

@@ -1,8 +1,9 @@
+import { ancestorFolders } from '../../../domain/paths.js';
+import { ORG_DEFAULTS, READ_REQUIREMENTS, WRITE_REQUIREMENTS } from '../../../domain/permissions.js';
 import { describeError } from '../api.js';
 import type { Ctx, Route, View } from '../context.js';
 import { empty, errorBox, h, loading, replace, table, time } from '../dom.js';
-import { foldersAbove } from '../tree.js';
-import { ORG_DEFAULTS, READ_REQUIREMENTS, WRITE_REQUIREMENTS, type FolderRule } from '../types.js';
+import type { FolderRule } from '../types.js';
 
 /** Folder rules: what `inherit` resolves to under a folder, viewed and edited. */
 export function foldersView(ctx: Ctx, initial: Extract<Route, { name: 'folders' }>): View {
@@ -89,7 +90,7 @@ export function foldersView(ctx: Ctx, initial: Extract<Route, { name: 'folders' 
     try {
       const [loaded, items] = await Promise.all([ctx.api.folders(), ctx.api.listItems().catch(() => [])]);
       rules = loaded;
-      const names = new Set([...items.flatMap((i) => foldersAbove(i.path)), ...rules.map((r) => r.folder)]);
+      const names = new Set([...items.flatMap((i) => ancestorFolders(i.path)), ...rules.map((r) => r.folder)]);
       replace(known, [...names].sort().map((n) => h('option', { value: n })));
       if (rules.length === 0) {
         replace(list, empty('No folder has a rule: items that inherit use the organization defaults.'));

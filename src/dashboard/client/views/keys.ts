@@ -1,15 +1,16 @@
+import { ROLES, type Role } from '../../../domain/permissions.js';
 import { describeError } from '../api.js';
 import type { Ctx, View } from '../context.js';
 import { confirmDialog } from '../dialog.js';
 import { empty, errorBox, h, loading, replace, table, time } from '../dom.js';
-import { ROLES, type ApiKey } from '../types.js';
+import type { ApiKey } from '../types.js';
 
 /** The organization's API keys: list, create (the secret shown once), revoke. */
 export function keysView(ctx: Ctx): View {
   const list = h('div', { class: 'keys-body' });
   const created = h('div', { class: 'created-key' });
   const name = h('input', { id: 'key-name', name: 'name', type: 'text', required: true, maxlength: '100', autocomplete: 'off', placeholder: 'e.g. research-agent' });
-  const role = h('select', { id: 'key-role', name: 'role' }, ROLES.map((r) => h('option', { value: r, selected: r === 'reader' }, r)));
+  const role = h('select', { id: 'key-role', name: 'role' }, (Object.keys(ROLES) as Role[]).map((r) => h('option', { value: r, selected: r === 'reader' }, r)));
   const formMessage = h('div', { role: 'alert', class: 'form-message' });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create key');
 
