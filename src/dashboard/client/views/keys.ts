@@ -3,6 +3,7 @@ import { describeError } from '../api.js';
 import type { Ctx, View } from '../context.js';
 import { confirmDialog } from '../dialog.js';
 import { empty, errorBox, h, loading, replace, table, time } from '../dom.js';
+import { formError, sendForm } from '../form.js';
 import type { ApiKey } from '../types.js';
 
 /** The organization's API keys: list, create (the secret shown once), revoke. */
@@ -22,24 +23,14 @@ export function keysView(ctx: Ctx): View {
       novalidate: true,
       onsubmit: async (e: Event) => {
         e.preventDefault();
-        replace(formMessage);
         const value = name.value.trim();
-        if (!value) {
-          replace(formMessage, h('p', { class: 'error-text' }, 'Give the key a name (who or what will use it).'));
-          name.focus();
-          return;
-        }
-        submit.disabled = true;
-        try {
+        if (!value) return formError(formMessage, 'Give the key a name (who or what will use it).', name);
+        await sendForm(submit, formMessage, async () => {
           const { key, secret } = await ctx.api.createKey(value, role.value);
           name.value = '';
           showSecret(key, secret);
           await load();
-        } catch (err) {
-          replace(formMessage, h('p', { class: 'error-text' }, describeError(err)));
-        } finally {
-          submit.disabled = false;
-        }
+        });
       },
     },
     h('h2', { id: 'create-key-heading' }, 'Create a key'),
