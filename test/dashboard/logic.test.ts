@@ -1,19 +1,20 @@
 import { expect } from 'chai';
 import { createTwoFilesPatch } from 'diff';
 import { effectiveRequirement } from '../../src/dashboard/client/access.js';
-import { diffStats, parseUnifiedDiff, sideBySide } from '../../src/dashboard/client/diff.js';
-import { buildTree, filterPaths, foldersAbove } from '../../src/dashboard/client/tree.js';
+import { diffHunks, diffStats, sideBySide } from '../../src/dashboard/client/diff.js';
+import { buildTree, filterPaths } from '../../src/dashboard/client/tree.js';
+import { ancestorFolders } from '../../src/domain/paths.js';
 
 /** The dashboard's pure parts (no DOM), against what the server really sends. */
 describe('Dashboard logic: diff parsing, the folder tree, inherited requirements', () => {
-  describe('parseUnifiedDiff / sideBySide', () => {
+  describe('diffHunks / sideBySide', () => {
     // The server's diff is createTwoFilesPatch from the same `diff` package (src/domain/history.ts).
     const patch = (a: string, b: string): string => createTwoFilesPatch('a/x.md', 'b/x.md', a, b, 'version 1', 'version 2');
 
     it('numbers old and new lines across hunks, skipping the file header', () => {
       const a = Array.from({ length: 20 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
       const b = a.replace('line 2\n', 'line two\n').replace('line 18\n', '');
-      const hunks = parseUnifiedDiff(patch(a, b));
+      const hunks = diffHunks(patch(a, b));
       expect(hunks).to.have.length(2);
       const first = hunks[0]?.lines ?? [];
       expect(first.find((l) => l.kind === 'del')).to.deep.equal({ kind: 'del', text: 'line 2', oldNo: 2 });
@@ -26,14 +27,14 @@ describe('Dashboard logic: diff parsing, the folder tree, inherited requirements
     });
 
     it('keeps "no newline at end of file" as a note, and an identical pair has no hunks', () => {
-      const hunks = parseUnifiedDiff(patch('a\n', 'a\nb'));
+      const hunks = diffHunks(patch('a\n', 'a\nb'));
       expect(hunks[0]?.lines.map((l) => l.kind)).to.deep.equal(['context', 'add', 'note']);
       expect(hunks[0]?.lines[2]?.text).to.equal('No newline at end of file');
-      expect(parseUnifiedDiff(patch('same\n', 'same\n'))).to.deep.equal([]);
+      expect(diffHunks(patch('same\n', 'same\n'))).to.deep.equal([]);
     });
 
     it('pairs a run of deletions with the run of additions after it, context on both sides', () => {
-      const [hunk] = parseUnifiedDiff(patch('keep\nold 1\nold 2\nold 3\nend\n', 'keep\nnew 1\nend\n'));
+      const [hunk] = diffHunks(patch('keep\nold 1\nold 2\nold 3\nend\n', 'keep\nnew 1\nend\n'));
       const rows = sideBySide(hunk as never).map((r) => [r.left?.text ?? null, r.right?.text ?? null]);
       expect(rows).to.deep.equal([
         ['keep', 'keep'],
@@ -45,7 +46,7 @@ describe('Dashboard logic: diff parsing, the folder tree, inherited requirements
     });
   });
 
-  describe('buildTree / filterPaths / foldersAbove', () => {
+  describe('buildTree / filterPaths / ancestorFolders', () => {
     it('nests folders, counts items below each, sorts folders before items', () => {
       const tree = buildTree(['readme.md', 'docs/b.md', 'docs/a.md', 'docs/api/ref.md', 'alpha/x.md']);
       expect(tree.count).to.equal(5);
@@ -66,8 +67,8 @@ describe('Dashboard logic: diff parsing, the folder tree, inherited requirements
     });
 
     it('lists the folders above a path, outermost first', () => {
-      expect(foldersAbove('a/b/c.md')).to.deep.equal(['a', 'a/b']);
-      expect(foldersAbove('top.md')).to.deep.equal([]);
+      expect(ancestorFolders('a/b/c.md')).to.deep.equal(['a', 'a/b']);
+      expect(ancestorFolders('top.md')).to.deep.equal([]);
     });
   });
 

@@ -1,6 +1,9 @@
+import { parsePatch } from 'diff';
+
 /**
- * Parses the unified diff the API returns (`GET /diff/{path}`) into hunks of
- * numbered lines, and pairs them for a side-by-side view. Pure: no DOM.
+ * The unified diff the API returns (`GET /diff/{path}`), parsed by the same `diff`
+ * package the server writes it with, as hunks of numbered lines, paired for a
+ * side-by-side view. Pure: no DOM.
  */
 export type LineKind = 'context' | 'add' | 'del' | 'note';
 
@@ -16,33 +19,26 @@ export interface Hunk {
   lines: DiffLine[];
 }
 
-const HUNK = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/;
-
-export function parseUnifiedDiff(text: string): Hunk[] {
-  const hunks: Hunk[] = [];
-  let hunk: Hunk | undefined;
-  let oldNo = 0;
-  let newNo = 0;
-  const lines = text.split('\n');
-  if (lines[lines.length - 1] === '') lines.pop();
-  for (const line of lines) {
-    const header = HUNK.exec(line);
-    if (header) {
-      hunk = { header: line, lines: [] };
-      hunks.push(hunk);
-      oldNo = Number(header[1]);
-      newNo = Number(header[2]);
-      continue;
-    }
-    if (!hunk) continue; // the file header (===, ---, +++) before the first hunk
-    const sign = line[0];
-    const body = line.slice(1);
-    if (sign === '+') hunk.lines.push({ kind: 'add', text: body, newNo: newNo++ });
-    else if (sign === '-') hunk.lines.push({ kind: 'del', text: body, oldNo: oldNo++ });
-    else if (sign === '\\') hunk.lines.push({ kind: 'note', text: line.slice(2) });
-    else hunk.lines.push({ kind: 'context', text: body, oldNo: oldNo++, newNo: newNo++ });
-  }
-  return hunks;
+/** The hunks of every file in the patch, each line numbered on the side(s) it belongs to. */
+export function diffHunks(patch: string): Hunk[] {
+  return parsePatch(patch).flatMap((file) =>
+    file.hunks.map(({ oldStart, oldLines, newStart, newLines, lines }) => {
+      let oldNo = oldStart;
+      let newNo = newStart;
+      const numbered = lines.map((line): DiffLine => {
+        const sign = line[0];
+        const text = line.slice(1);
+        if (sign === '+') return { kind: 'add', text, newNo: newNo++ };
+        if (sign === '-') return { kind: 'del', text, oldNo: oldNo++ };
+        if (sign === '\\') return { kind: 'note', text: line.slice(2) };
+        return { kind: 'context', text, oldNo: oldNo++, newNo: newNo++ };
+      });
+      // parsePatch keeps the numbers, not the header line: written back as the server's createTwoFilesPatch writes it
+      // (an empty side counts from the line before it).
+      const header = `@@ -${oldLines === 0 ? oldStart - 1 : oldStart},${oldLines} +${newLines === 0 ? newStart - 1 : newStart},${newLines} @@`;
+      return { header, lines: numbered };
+    }),
+  );
 }
 
 export interface SideBySideRow {

@@ -1,4 +1,4 @@
-import { diffStats, parseUnifiedDiff, sideBySide, type DiffLine } from './diff.js';
+import { diffHunks, diffStats, sideBySide, type DiffLine } from './diff.js';
 import { h } from './dom.js';
 
 export type DiffLayout = 'unified' | 'split';
@@ -7,7 +7,7 @@ const SIGN: Record<DiffLine['kind'], string> = { add: '+', del: '−', context: 
 
 /** The API's unified diff as a table: one column of lines (unified) or old beside new (split). */
 export function renderDiff(text: string, layout: DiffLayout, labels: { from: string; to: string }): HTMLElement {
-  const hunks = parseUnifiedDiff(text);
+  const hunks = diffHunks(text);
   if (hunks.length === 0) return h('p', { class: 'state empty' }, `${labels.from} and ${labels.to} have the same content.`);
   const { added, removed } = diffStats(hunks);
   const summary = h(

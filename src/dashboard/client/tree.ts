@@ -1,4 +1,6 @@
-/** The folder tree of item paths, and folder arithmetic. Pure: no DOM. */
+import { ancestorFolders } from '../../domain/paths.js';
+
+/** The folder tree of item paths, and filtering them. Pure: no DOM. */
 export interface TreeFolder {
   name: string;
   /** '' for the root, else `a/b`. */
@@ -7,12 +9,6 @@ export interface TreeFolder {
   items: { name: string; path: string }[];
   /** Items in this folder and below. */
   count: number;
-}
-
-/** `a/b/c.md` -> ['a', 'a/b']: every folder above an item, outermost first. */
-export function foldersAbove(path: string): string[] {
-  const parts = path.split('/').slice(0, -1);
-  return parts.map((_, i) => parts.slice(0, i + 1).join('/'));
 }
 
 /** Builds the tree; folders and items each sorted by name, folders first. */
@@ -34,7 +30,7 @@ export function buildTree(paths: string[]): TreeFolder {
     const slash = path.lastIndexOf('/');
     const folderPath = slash < 0 ? '' : path.slice(0, slash);
     folderOf(folderPath).items.push({ name: path.slice(slash + 1), path });
-    for (const f of ['', ...foldersAbove(path)]) (byPath.get(f) as TreeFolder).count++;
+    for (const f of ['', ...ancestorFolders(path)]) (byPath.get(f) as TreeFolder).count++;
   }
   const sort = (folder: TreeFolder): void => {
     folder.folders.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

@@ -42,9 +42,3 @@ export interface FolderRule {
   requiredWritePermission: string;
   updatedAt: string | null;
 }
-
-export const ROLES = ['reader', 'writer', 'admin'] as const;
-export const READ_REQUIREMENTS = ['inherit', 'knowledge:read', 'knowledge:write', 'knowledge:admin'] as const;
-export const WRITE_REQUIREMENTS = ['inherit', 'knowledge:write', 'knowledge:admin'] as const;
-/** What `inherit` resolves to when no folder rule applies. */
-export const ORG_DEFAULTS = { read: 'knowledge:read', write: 'knowledge:write' } as const;

@@ -1,8 +1,10 @@
+import { ancestorFolders } from '../../../domain/paths.js';
+import { ORG_DEFAULTS, READ_REQUIREMENTS, WRITE_REQUIREMENTS } from '../../../domain/permissions.js';
 import { describeError } from '../api.js';
 import type { Ctx, Route, View } from '../context.js';
 import { empty, errorBox, h, loading, replace, table, time } from '../dom.js';
-import { foldersAbove } from '../tree.js';
-import { ORG_DEFAULTS, READ_REQUIREMENTS, WRITE_REQUIREMENTS, type FolderRule } from '../types.js';
+import { formError, sendForm } from '../form.js';
+import type { FolderRule } from '../types.js';
 
 /** Folder rules: what `inherit` resolves to under a folder, viewed and edited. */
 export function foldersView(ctx: Ctx, initial: Extract<Route, { name: 'folders' }>): View {
@@ -32,23 +34,13 @@ export function foldersView(ctx: Ctx, initial: Extract<Route, { name: 'folders' 
       onsubmit: async (e: Event) => {
         e.preventDefault();
         const name = normalize(folder.value);
-        if (!name) {
-          replace(formMessage, h('p', { class: 'error-text' }, 'Name the folder, e.g. board or docs/internal.'));
-          folder.focus();
-          return;
-        }
-        submit.disabled = true;
-        replace(formMessage);
-        try {
+        if (!name) return formError(formMessage, 'Name the folder, e.g. board or docs/internal.', folder);
+        await sendForm(submit, formMessage, async () => {
           const saved = await ctx.api.setFolderRule(name, { requiredReadPermission: read.value, requiredWritePermission: write.value });
           const cleared = saved.requiredReadPermission === 'inherit' && saved.requiredWritePermission === 'inherit';
           ctx.notify(cleared ? `Removed the rule of ${name}/: its items use the rules above it.` : `Saved the rule of ${name}/.`);
           await load();
-        } catch (err) {
-          replace(formMessage, h('p', { class: 'error-text' }, describeError(err)));
-        } finally {
-          submit.disabled = false;
-        }
+        });
       },
     },
     h('h2', { id: 'rule-form-heading' }, 'Edit a folder rule'),
@@ -89,7 +81,7 @@ export function foldersView(ctx: Ctx, initial: Extract<Route, { name: 'folders' 
     try {
       const [loaded, items] = await Promise.all([ctx.api.folders(), ctx.api.listItems().catch(() => [])]);
       rules = loaded;
-      const names = new Set([...items.flatMap((i) => foldersAbove(i.path)), ...rules.map((r) => r.folder)]);
+      const names = new Set([...items.flatMap((i) => ancestorFolders(i.path)), ...rules.map((r) => r.folder)]);
       replace(known, [...names].sort().map((n) => h('option', { value: n })));
       if (rules.length === 0) {
         replace(list, empty('No folder has a rule: items that inherit use the organization defaults.'));

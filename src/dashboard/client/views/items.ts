@@ -1,7 +1,8 @@
+import { ancestorFolders } from '../../../domain/paths.js';
 import { describeError, encodePath } from '../api.js';
 import type { Ctx, Route, View } from '../context.js';
 import { empty, errorBox, h, loading, replace } from '../dom.js';
-import { buildTree, filterPaths, foldersAbove, type TreeFolder } from '../tree.js';
+import { buildTree, filterPaths, type TreeFolder } from '../tree.js';
 import type { Item } from '../types.js';
 import { itemDetail } from './item.js';
 
@@ -39,8 +40,8 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
       const items: Item[] = await ctx.api.listItems();
       const first = paths === null;
       paths = items.map((i) => i.path);
-      if (first && paths.length < OPEN_ALL_BELOW) for (const p of paths) foldersAbove(p).forEach((f) => open.add(f));
-      if (selected) foldersAbove(selected).forEach((f) => open.add(f));
+      if (first && paths.length < OPEN_ALL_BELOW) for (const p of paths) ancestorFolders(p).forEach((f) => open.add(f));
+      if (selected) ancestorFolders(selected).forEach((f) => open.add(f));
       renderTree();
     } catch (err) {
       replace(treeBox, errorBox(describeError(err), () => void loadTree()));

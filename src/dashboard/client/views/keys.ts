@@ -1,15 +1,17 @@
+import { ROLES, type Role } from '../../../domain/permissions.js';
 import { describeError } from '../api.js';
 import type { Ctx, View } from '../context.js';
 import { confirmDialog } from '../dialog.js';
 import { empty, errorBox, h, loading, replace, table, time } from '../dom.js';
-import { ROLES, type ApiKey } from '../types.js';
+import { formError, sendForm } from '../form.js';
+import type { ApiKey } from '../types.js';
 
 /** The organization's API keys: list, create (the secret shown once), revoke. */
 export function keysView(ctx: Ctx): View {
   const list = h('div', { class: 'keys-body' });
   const created = h('div', { class: 'created-key' });
   const name = h('input', { id: 'key-name', name: 'name', type: 'text', required: true, maxlength: '100', autocomplete: 'off', placeholder: 'e.g. research-agent' });
-  const role = h('select', { id: 'key-role', name: 'role' }, ROLES.map((r) => h('option', { value: r, selected: r === 'reader' }, r)));
+  const role = h('select', { id: 'key-role', name: 'role' }, (Object.keys(ROLES) as Role[]).map((r) => h('option', { value: r, selected: r === 'reader' }, r)));
   const formMessage = h('div', { role: 'alert', class: 'form-message' });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create key');
 
@@ -21,24 +23,14 @@ export function keysView(ctx: Ctx): View {
       novalidate: true,
       onsubmit: async (e: Event) => {
         e.preventDefault();
-        replace(formMessage);
         const value = name.value.trim();
-        if (!value) {
-          replace(formMessage, h('p', { class: 'error-text' }, 'Give the key a name (who or what will use it).'));
-          name.focus();
-          return;
-        }
-        submit.disabled = true;
-        try {
+        if (!value) return formError(formMessage, 'Give the key a name (who or what will use it).', name);
+        await sendForm(submit, formMessage, async () => {
           const { key, secret } = await ctx.api.createKey(value, role.value);
           name.value = '';
           showSecret(key, secret);
           await load();
-        } catch (err) {
-          replace(formMessage, h('p', { class: 'error-text' }, describeError(err)));
-        } finally {
-          submit.disabled = false;
-        }
+        });
       },
     },
     h('h2', { id: 'create-key-heading' }, 'Create a key'),
