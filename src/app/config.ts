@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { isLogLevel, type LogLevel } from '../common/log.js';
 
-/** Contract §1: each setting comes from the environment, and each is also a `serve` flag (flags win). */
+/** Each setting comes from the environment, and each is also a `serve` flag (flags win). */
 export interface Config {
   host: string;
   port: number;
@@ -42,7 +42,7 @@ export const DEFAULTS = {
   maxContentBytes: 1_048_576,
   logLevel: 'info',
   autoRepackObjects: 10_000,
-  // Generous on purpose (issue 7: "the defaults never throttle a normal agent"): a key may send a
+  // Generous on purpose, so the defaults never throttle a normal agent: a key may send a
   // minute's worth, 6,000 requests, at once, and 100 a second for as long as it likes.
   rateLimitPerKey: 6_000,
   rateLimitPerKeyBurst: 6_000,

@@ -1,12 +1,46 @@
 /**
- * Errors carry a string `code` and structured `data`, never an HTTP status
+ * Every code an error of ours may carry. One union, so that the HTTP error table
+ * (`src/http/errorTable.ts`) is checked by the compiler to answer each of them:
+ * a new code without a row there does not build.
+ */
+export type ErrorCode =
+  // The item and path rules (domain)
+  | 'ITEM_NOT_FOUND'
+  | 'ITEM_IN_TRASH'
+  | 'PATH_CONFLICT'
+  | 'INVALID_PATH'
+  | 'FORBIDDEN'
+  | 'PRECONDITION_FAILED'
+  | 'CONTENT_TOO_LARGE'
+  | 'INVALID_INPUT'
+  | 'ORG_NOT_FOUND'
+  | 'ORG_EXISTS'
+  | 'KEY_NOT_FOUND'
+  | 'VERSION_NOT_FOUND'
+  | 'IMPORT_REFUSED'
+  // The HTTP edge
+  | 'UNAUTHORIZED'
+  | 'ROUTE_NOT_FOUND'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'METHOD_NOT_ALLOWED'
+  | 'GIT_AUTH_REQUIRED'
+  | 'GIT_PUSH_REFUSED'
+  | 'TOO_MANY_REQUESTS'
+  // Storage
+  | 'LOCK_TIMEOUT'
+  | 'REF_CONFLICT'
+  | 'DATA_DIR_IN_USE'
+  | 'CORRUPT_STORE';
+
+/**
+ * Errors carry a `code` and structured `data`, never an HTTP status
  * (the isomorphic-git style). `src/http/errorTable.ts` is the one place that
  * turns a code into a status and a client-facing message.
  */
 export class KnowledgeError<D extends object = Record<string, unknown>> extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly data: D;
-  constructor(code: string, message: string, data: D) {
+  constructor(code: ErrorCode, message: string, data: D) {
     super(message);
     this.name = new.target.name;
     this.code = code;

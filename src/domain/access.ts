@@ -1,6 +1,6 @@
 import type { IndexEntry, IndexView } from '../storage/repo/itemIndex.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
-import { Forbidden } from './errors.js';
+import { Forbidden, InvalidInput } from './errors.js';
 import type { Actor } from './keys.js';
 import { can, INHERIT, PERMISSIONS, resolveRequirement, type FolderRuleLookup, type Permission, type PermissionRequirement } from './permissions.js';
 
@@ -33,4 +33,15 @@ export function canSee(actor: Actor, record: ItemRecord, rules: RuleSource): boo
 /** A live item the role may read; anything else is absent for this role. */
 export function readable(actor: Actor, entry: IndexEntry | undefined, rules: RuleSource): entry is IndexEntry {
   return entry !== undefined && entry.record.deletedAt === null && canSee(actor, entry.record, rules);
+}
+
+/**
+ * A requirement given in a request (an item's or a folder rule's), checked against the values
+ * that field allows; absent stays absent. The message names the field and what it accepts.
+ */
+export function requestedRequirement(field: string, value: string | undefined, allowed: readonly PermissionRequirement[]): string | undefined {
+  if (value !== undefined && !(allowed as readonly string[]).includes(value)) {
+    throw new InvalidInput({ reason: `${field} must be one of ${allowed.join(', ')}` });
+  }
+  return value;
 }

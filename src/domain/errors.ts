@@ -8,7 +8,7 @@ export class ItemNotFound extends KnowledgeError<{ path: string }> {
   }
 }
 
-/** A soft-deleted item occupies the path (the specification's 409). */
+/** A soft-deleted item occupies the path: a create there is refused until it is restored or purged. */
 export class ItemInTrash extends KnowledgeError<{ path: string }> {
   constructor(data: { path: string }) {
     super('ITEM_IN_TRASH', `A deleted item occupies ${data.path}`, data);

@@ -1,12 +1,11 @@
 import { systemClock, type Clock } from '../common/clock.js';
 import type { FolderRule } from '../storage/repo/itemRecord.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
-import { requireRole } from './access.js';
-import { InvalidInput } from './errors.js';
+import { requestedRequirement, requireRole } from './access.js';
 import { authorOf } from './items.js';
 import type { Actor } from './keys.js';
 import { validateFolderPrefix } from './paths.js';
-import { INHERIT, READ_REQUIREMENTS, WRITE_REQUIREMENTS, type PermissionRequirement } from './permissions.js';
+import { INHERIT, READ_REQUIREMENTS, WRITE_REQUIREMENTS } from './permissions.js';
 
 /** A folder's rule as the API shows it: `inherit` where it sets nothing. */
 export interface FolderRuleView {
@@ -56,8 +55,8 @@ export async function setFolderRule(args: {
   const { repo, actor, clock = systemClock } = args;
   requireRole(actor, 'knowledge:admin');
   const folder = validateFolder(args.folder);
-  const read = check('requiredReadPermission', args.requiredReadPermission, READ_REQUIREMENTS);
-  const write = check('requiredWritePermission', args.requiredWritePermission, WRITE_REQUIREMENTS);
+  const read = requestedRequirement('requiredReadPermission', args.requiredReadPermission, READ_REQUIREMENTS);
+  const write = requestedRequirement('requiredWritePermission', args.requiredWritePermission, WRITE_REQUIREMENTS);
   let result: FolderRule | undefined;
   await repo.write((v) => {
     const current = v.folderRule(folder);
@@ -75,11 +74,4 @@ export async function setFolderRule(args: {
     return { mutation: 'folderRule', folder, rule, summary, author: authorOf(actor), when };
   });
   return present(folder, result);
-}
-
-function check(field: string, value: string | undefined, allowed: readonly PermissionRequirement[]): string | undefined {
-  if (value !== undefined && !(allowed as readonly string[]).includes(value)) {
-    throw new InvalidInput({ reason: `${field} must be one of ${allowed.join(', ')}` });
-  }
-  return value;
 }

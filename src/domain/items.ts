@@ -3,11 +3,11 @@ import { systemClock, type Clock } from '../common/clock.js';
 import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import type { OrgRepo, RepoView, WriteIntent } from '../storage/repo/orgRepo.js';
-import { canSee, readable, requireRole, requirement } from './access.js';
+import { canSee, readable, requestedRequirement, requireRole, requirement } from './access.js';
 import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemNotFound, PathConflict, PreconditionFailed } from './errors.js';
 import type { Actor } from './keys.js';
 import { ancestorFolders, validateFolderPrefix, validatePath } from './paths.js';
-import { can, highest, READ_REQUIREMENTS, WRITE_REQUIREMENTS, type PermissionRequirement } from './permissions.js';
+import { can, highest, READ_REQUIREMENTS, WRITE_REQUIREMENTS } from './permissions.js';
 
 /** An item as the domain hands it out: the record, the content when asked for, and its version tag. */
 export interface ItemView {
@@ -99,21 +99,6 @@ export async function* itemViews(args: {
   }
 }
 
-/** Every item the role may read, in path order, with content unless told otherwise; a page of them when `limit` is given. */
-export async function listItems(args: {
-  repo: OrgRepo;
-  actor: Actor;
-  prefix?: string;
-  limit?: number;
-  cursor?: string;
-  withContent?: boolean;
-}): Promise<{ items: ItemView[]; nextCursor?: string | null }> {
-  const { entries, nextCursor } = selectItems(args);
-  const items: ItemView[] = [];
-  for await (const item of itemViews({ repo: args.repo, entries, withContent: args.withContent ?? true })) items.push(item);
-  return nextCursor === undefined ? { items } : { items, nextCursor };
-}
-
 export async function getItem(args: { repo: OrgRepo; actor: Actor; path: string }): Promise<ItemView> {
   const { repo, actor } = args;
   requireRole(actor, 'knowledge:read');
@@ -146,8 +131,8 @@ export async function putItem(input: PutItemInput): Promise<{ item: ItemView; cr
   if (bytes > input.maxContentBytes) throw new ContentTooLarge({ bytes, limit: input.maxContentBytes });
   if (!content.isWellFormed()) throw new InvalidInput({ reason: 'content must be valid Unicode (it has a lone surrogate)' });
   const message = input.message === undefined ? undefined : validateMessage(input.message);
-  const read = checkRequirement('requiredReadPermission', input.requiredReadPermission, READ_REQUIREMENTS);
-  const write = checkRequirement('requiredWritePermission', input.requiredWritePermission, WRITE_REQUIREMENTS);
+  const read = requestedRequirement('requiredReadPermission', input.requiredReadPermission, READ_REQUIREMENTS);
+  const write = requestedRequirement('requiredWritePermission', input.requiredWritePermission, WRITE_REQUIREMENTS);
   if (read !== undefined || write !== undefined) requireRole(actor, 'knowledge:admin');
 
   let created = false;
@@ -271,12 +256,4 @@ function validateMessage(message: string): string {
     throw new InvalidInput({ reason: 'message must not contain control characters' });
   }
   return message;
-}
-
-function checkRequirement(field: string, value: string | undefined, allowed: readonly PermissionRequirement[]): string | undefined {
-  if (value === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(value)) {
-    throw new InvalidInput({ reason: `${field} must be one of ${allowed.join(', ')}` });
-  }
-  return value;
 }

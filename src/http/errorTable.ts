@@ -1,11 +1,12 @@
-import { errnoCode, isKnowledgeError, type KnowledgeError } from '../common/errors.js';
+import { errnoCode, isKnowledgeError, type ErrorCode, type KnowledgeError } from '../common/errors.js';
 import type { RateQuota } from './httpErrors.js';
 import { rateLimitHeaders } from './middleware/rateLimit.js';
 
 /**
- * The one place where errors become HTTP statuses and client messages
- * (design.md, Style 3). Messages the specification fixes are written out
- * here character for character; others come from the error itself.
+ * The one place where errors become HTTP statuses and client messages: no
+ * route or middleware sets a status for an error of ours. Messages clients
+ * depend on are written out here character for character; others come from
+ * the error itself.
  */
 export interface ErrorResponse {
   status: number;
@@ -15,7 +16,11 @@ export interface ErrorResponse {
   fault: boolean;
 }
 
-type Row = (err: KnowledgeError) => Omit<ErrorResponse, 'fault'>;
+/** A row answers a client error unless it says `fault: true` (a fault of ours, logged as one). */
+type Row = (err: KnowledgeError) => Omit<ErrorResponse, 'fault'> & { fault?: true };
+
+/** What a client sees of a fault of ours: nothing of its inside (paths, object ids, file names). */
+const INTERNAL = { status: 500, message: 'Internal server error', fault: true } as const;
 
 /**
  * A body refused for its size is usually refused before it is read (its Content-Length says
@@ -23,7 +28,7 @@ type Row = (err: KnowledgeError) => Omit<ErrorResponse, 'fault'>;
  */
 const CLOSE = { Connection: 'close' } as const;
 
-const TABLE: Record<string, Row> = {
+const TABLE: Record<ErrorCode, Row> = {
   UNAUTHORIZED: () => ({ status: 401, message: 'Invalid API key' }),
   GIT_AUTH_REQUIRED: () => ({
     status: 401,
@@ -46,7 +51,6 @@ const TABLE: Record<string, Row> = {
   ORG_EXISTS: (err) => ({ status: 409, message: err.message }),
   INVALID_PATH: (err) => ({ status: 400, message: err.message }),
   INVALID_INPUT: (err) => ({ status: 400, message: err.message }),
-  MALFORMED_BODY: (err) => ({ status: 400, message: err.message }),
   PRECONDITION_FAILED: (err) => ({
     status: 412,
     message: err.data.reason === 'exists' ? 'Precondition failed: the item already exists' : 'Precondition failed: the item has changed',
@@ -63,6 +67,10 @@ const TABLE: Record<string, Row> = {
   },
   LOCK_TIMEOUT: () => ({ status: 503, message: 'The store is busy; try again', headers: { 'Retry-After': '1' } }),
   REF_CONFLICT: () => ({ status: 503, message: 'The repository changed during the request; try again', headers: { 'Retry-After': '1' } }),
+  // Refused at start or from the CLI, never in answer to a request; should one reach a client, it is ours.
+  IMPORT_REFUSED: () => INTERNAL,
+  DATA_DIR_IN_USE: () => INTERNAL,
+  CORRUPT_STORE: () => INTERNAL,
 };
 
 /** Errors thrown by Koa's own stack (body parsing, routing) carry a status and a `type`. */
@@ -78,7 +86,8 @@ export const BODY_INCOMPLETE: ErrorResponse = { status: 400, message: 'Request b
 export function toErrorResponse(err: unknown): ErrorResponse {
   if (isKnowledgeError(err)) {
     const row = TABLE[err.code];
-    if (row) return { ...row(err), fault: false };
+    // A KnowledgeError built outside the type checker (a test, a cast) may carry a code the table lacks.
+    if (row) return { fault: false, ...row(err) };
   }
   const system = errnoCode(err);
   if (system === 'ENOSPC' || system === 'EDQUOT') return { status: 507, message: 'Insufficient storage', fault: true };
@@ -105,5 +114,5 @@ export function toErrorResponse(err: unknown): ErrorResponse {
     }
     return { status, message: 'Bad request', fault: false };
   }
-  return { status: 500, message: 'Internal server error', fault: true };
+  return { ...INTERNAL };
 }

@@ -19,13 +19,7 @@ export class UnsupportedMediaType extends KnowledgeError<{ contentType: string }
   }
 }
 
-export class MalformedBody extends KnowledgeError<{ reason: string }> {
-  constructor(data: { reason: string }) {
-    super('MALFORMED_BODY', data.reason, data);
-  }
-}
-
-/** A method the route does not answer, known to HTTP or not (contract §3: 405 on a known route). */
+/** A method the route does not answer, known to HTTP or not (a known route answers 405, an unknown one 404). */
 export class MethodNotAllowed extends KnowledgeError<Record<string, never>> {
   constructor() {
     super('METHOD_NOT_ALLOWED', 'method not allowed on this route', {});
@@ -57,7 +51,7 @@ export interface RateQuota {
   retryAfterSeconds: number;
 }
 
-/** Over a rate limit (issue 7): the key sent too many requests, or the address failed authentication too often. */
+/** Over a rate limit: the key sent too many requests, or the address failed authentication too often. */
 export class TooManyRequests extends KnowledgeError<{ scope: 'key' | 'address'; quota: RateQuota }> {
   constructor(data: { scope: 'key' | 'address'; quota: RateQuota }) {
     super('TOO_MANY_REQUESTS', `rate limit per ${data.scope} exceeded`, data);

@@ -1,5 +1,5 @@
 /**
- * The admin key lives in this tab's sessionStorage only (issue #5): never in
+ * The admin key lives in this tab's sessionStorage only: never in
  * localStorage or a cookie, gone when the tab closes or the admin signs out.
  */
 const KEY = 'knowledge-store.adminKey';

@@ -1,10 +1,11 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { errnoCode } from '../../common/errors.js';
 import { writeFileDurable } from './durable.js';
 import { DataDirInUse } from '../errors.js';
 import type { FsPromises } from './fs.js';
-import { sleep, withLock } from './lockFile.js';
+import { withLock } from './lockFile.js';
 
 /**
  * One server per data directory, held by a lock the kernel releases when its
@@ -64,7 +65,7 @@ export async function lockDataDir(fs: FsPromises, dataDir: string, options: Data
     const socket = address.abstract ? await bind(address.path) : await bindSocketFile(fs, address.path);
     if (socket) return holding(fs, dataDir, socket);
     if (Date.now() - started >= waitMs) throw new DataDirInUse({ dataDir, pid: (await recordedPid(fs, dataDir)) ?? 0 });
-    await sleep(POLL_MS);
+    await delay(POLL_MS);
   }
 }
 

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { errnoCode } from '../../common/errors.js';
 import { fsyncDir } from './durable.js';
@@ -40,7 +41,7 @@ export class LockFile {
       await breakIfStale(fs, path, staleMs);
       const waited = Date.now() - started;
       if (waited >= timeoutMs) throw new LockTimeout({ lockPath: path, waitedMs: waited });
-      await sleep(Math.min(2 ** Math.min(attempt, 6), 50));
+      await delay(Math.min(2 ** Math.min(attempt, 6), 50));
     }
   }
 
@@ -141,5 +142,3 @@ const ignore =
 
 /** Judged by the inode's own age, not by its number: a freed inode number is soon reused for a new lock. */
 const isStale = (stats: StatsLike, staleMs: number): boolean => Date.now() - stats.mtimeMs > staleMs;
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

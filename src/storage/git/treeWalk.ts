@@ -1,6 +1,4 @@
-import git from 'isomorphic-git';
 import { mapLimit } from '../fs/durable.js';
-import type { FsPromises } from '../fs/fs.js';
 import type { TreeEntry } from './objectStager.js';
 
 /** Every file of a tree, by full path -> blob id. Reads each tree once, several at a time. */
@@ -19,11 +17,6 @@ export async function listTreeFiles(args: {
   };
   await walk(args.tree, '');
   return files;
-}
-
-/** Reads a tree's entries straight from the repository (for callers without a tree cache). */
-export function treeReader(fs: FsPromises, gitdir: string, cache: object = {}): (oid: string) => Promise<TreeEntry[]> {
-  return async (oid) => (await git.readTree({ fs: { promises: fs }, gitdir, oid, cache })).tree as TreeEntry[];
 }
 
 /**

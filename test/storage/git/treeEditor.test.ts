@@ -3,7 +3,6 @@ import git from 'isomorphic-git';
 import type { FsPromises } from '../../../src/storage/fs/fs.js';
 import { ObjectStager, type TreeEntry } from '../../../src/storage/git/objectStager.js';
 import { EMPTY_TREE, TreeEditor, type TreeChange } from '../../../src/storage/git/treeEditor.js';
-import { treeReader } from '../../../src/storage/git/treeWalk.js';
 import { gitOrder, lookup, readObject, readRawTree } from '../../support/gitObjects.js';
 import { memoryFs } from '../../support/memfs.js';
 
@@ -19,7 +18,9 @@ describe('storage/treeEditor (memfs)', () => {
   let fs: FsPromises;
   let reads: string[];
   const reader = (): ((oid: string) => Promise<TreeEntry[]>) => {
-    const read = treeReader(fs, GITDIR);
+    const cache = {};
+    const read = async (oid: string): Promise<TreeEntry[]> =>
+      (await git.readTree({ fs: { promises: fs }, gitdir: GITDIR, oid, cache })).tree as TreeEntry[];
     return (oid) => {
       reads.push(oid);
       return read(oid);
