@@ -1,5 +1,4 @@
 import Koa from 'koa';
-import type { Config } from '../app/config.js';
 import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
@@ -20,8 +19,17 @@ import { keyRoutes } from './routes/keys.js';
 import { trashRoutes } from './routes/trash.js';
 import type { AppState } from './state.js';
 
+/** The settings the HTTP layer reads (the server's Config has them, among others). */
+export interface HttpSettings {
+  maxContentBytes: number;
+  rateLimitPerKey: number;
+  rateLimitPerKeyBurst: number;
+  rateLimitAuthFailures: number;
+  rateLimitAuthFailuresBurst: number;
+}
+
 export interface AppDeps {
-  config: Pick<Config, 'maxContentBytes' | 'rateLimitPerKey' | 'rateLimitPerKeyBurst' | 'rateLimitAuthFailures' | 'rateLimitAuthFailuresBurst'>;
+  config: HttpSettings;
   orgs: OrgStore;
   keys: KeyStore;
   logger: Logger;

@@ -1,5 +1,18 @@
 import { createHash } from 'node:crypto';
-import type { Signature, TreeEntry } from './objectStager.js';
+
+export interface TreeEntry {
+  mode: string;
+  path: string;
+  oid: string;
+  type: 'blob' | 'tree' | 'commit';
+}
+
+export interface Signature {
+  name: string;
+  email: string;
+  /** Whole seconds since the epoch (git stores no fractions; fsck --strict checks). */
+  timestamp: number;
+}
 
 export type ObjectType = 'blob' | 'tree' | 'commit';
 

@@ -2,22 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { errnoCode } from '../../common/errors.js';
 import { fsyncDir } from '../fs/durable.js';
 import type { FileHandleLike, FsPromises } from '../fs/fs.js';
-import { blobObject, commitObject, treeObject, type GitObject } from './objectFormat.js';
+import { blobObject, commitObject, treeObject, type GitObject, type Signature, type TreeEntry } from './objectFormat.js';
 import { buildPack, type BuiltPack } from './packFile.js';
-
-export interface TreeEntry {
-  mode: string;
-  path: string;
-  oid: string;
-  type: 'blob' | 'tree' | 'commit';
-}
-
-export interface Signature {
-  name: string;
-  email: string;
-  /** Whole seconds since the epoch (git stores no fractions; fsck --strict checks). */
-  timestamp: number;
-}
 
 /** What one flush put on disk. */
 export interface FlushReport {

@@ -1,6 +1,7 @@
 import { Lru } from '../repo/lru.js';
 import { compareTreeEntries } from './objectFormat.js';
-import type { ObjectStager, TreeEntry } from './objectStager.js';
+import type { TreeEntry } from './objectFormat.js';
+import type { ObjectStager } from './objectStager.js';
 
 /** One file in a commit: a blob id to place at `path`, or null to remove it. */
 export interface TreeChange {

@@ -1,5 +1,5 @@
 import { mapLimit } from '../fs/durable.js';
-import type { TreeEntry } from './objectStager.js';
+import type { TreeEntry } from './objectFormat.js';
 
 /** Every file of a tree, by full path -> blob id. Reads each tree once, several at a time. */
 export async function listTreeFiles(args: {

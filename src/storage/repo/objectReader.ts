@@ -1,6 +1,6 @@
 import git from 'isomorphic-git';
 import type { FsPromises } from '../fs/fs.js';
-import type { TreeEntry } from '../git/objectStager.js';
+import type { TreeEntry } from '../git/objectFormat.js';
 import { TreeEditor } from '../git/treeEditor.js';
 import type { CommitFacts } from './historyLog.js';
 import { Lru } from './lru.js';

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import git from 'isomorphic-git';
 import { blobObject, commitObject, treeObject } from '../../../src/storage/git/objectFormat.js';
-import type { TreeEntry } from '../../../src/storage/git/objectStager.js';
+import type { TreeEntry } from '../../../src/storage/git/objectFormat.js';
 import { memoryFs } from '../../support/memfs.js';
 
 /**

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import git from 'isomorphic-git';
 import type { FsPromises } from '../../../src/storage/fs/fs.js';
-import { ObjectStager, type TreeEntry } from '../../../src/storage/git/objectStager.js';
+import type { TreeEntry } from '../../../src/storage/git/objectFormat.js';
+import { ObjectStager } from '../../../src/storage/git/objectStager.js';
 import { EMPTY_TREE, TreeEditor, type TreeChange } from '../../../src/storage/git/treeEditor.js';
 import { gitOrder, lookup, readObject, readRawTree } from '../../support/gitObjects.js';
 import { memoryFs } from '../../support/memfs.js';
