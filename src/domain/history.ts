@@ -9,16 +9,9 @@ import { InvalidInput, ItemNotFound, VersionNotFound } from './errors.js';
 import { putItem, type ItemView } from './items.js';
 import type { Actor } from './keys.js';
 import { validatePath } from './paths.js';
+import type { VersionView } from './versionView.js';
 
-/** One version of an item, as `GET /history/{path}` lists it. */
-export interface VersionView {
-  version: number;
-  commitId: string;
-  action: string;
-  message: string;
-  author: { name: string; keyId: string };
-  timestamp: string;
-}
+export type { VersionView };
 
 /** A query's commit id must name a commit on this organization's main (else 400, never a 500 or a lookup elsewhere). */
 export function requireOwnCommit(repo: OrgRepo, commitId: string, field: 'ref' | 'since'): string {

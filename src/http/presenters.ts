@@ -1,22 +1,19 @@
 import type { ItemView } from '../domain/items.js';
 import type { KeyRecord } from '../storage/keys/keyStore.js';
+import type { ItemRecord } from '../storage/repo/itemRecord.js';
 
-/** The KnowledgeItem resource, fields in the order README (The API) lists them. */
-export interface KnowledgeItem {
-  id: string;
+/**
+ * The KnowledgeItem resource: the stored record's public fields, the organization, and the content
+ * when asked for. Field order on the wire is `presentItem`'s, as README (The API) lists them.
+ */
+export type KnowledgeItem = Pick<
+  ItemRecord,
+  'id' | 'path' | 'itemType' | 'fileKey' | 'fileName' | 'contentType' | 'fileSize' | 'requiredReadPermission' | 'createdAt' | 'updatedAt'
+> & {
   organizationId: string;
-  path: string;
   content?: string;
-  itemType: 'text' | 'file';
-  fileKey: string | null;
-  fileName: string | null;
-  contentType: string | null;
-  fileSize: number | null;
-  requiredReadPermission: string;
   requiredWritePermission: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+};
 
 export function presentItem(orgId: string, item: ItemView): KnowledgeItem {
   const { record } = item;

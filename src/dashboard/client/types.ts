@@ -17,14 +17,7 @@ export interface TrashItem extends Item {
   deletedBy: string | null;
 }
 
-export interface Version {
-  version: number;
-  commitId: string;
-  action: string;
-  message: string;
-  author: { name: string; keyId: string };
-  timestamp: string;
-}
+export type { VersionView as Version } from '../../domain/versionView.js';
 
 export interface ApiKey {
   id: string;
