@@ -89,7 +89,7 @@ const iso = (seconds: number): string => new Date(seconds * 1000).toISOString();
 
 async function formatHash(): Promise<string> {
   const h = createHash('sha256').update(String(FORMAT_VERSION));
-  for (const file of [fileURLToPath(import.meta.url), join(ROOT, 'src/storage/itemRecord.ts'), join(ROOT, 'src/storage/commitMessage.ts')]) {
+  for (const file of [fileURLToPath(import.meta.url), join(ROOT, 'src/storage/repo/itemRecord.ts'), join(ROOT, 'src/storage/repo/commitMessage.ts')]) {
     h.update(await readFile(file));
   }
   return h.digest('hex').slice(0, 10);
