@@ -2,6 +2,7 @@ import { promises as nodeFs } from 'node:fs';
 import type { Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
 import { createOrganization } from '../domain/orgs.js';
+import { readNeed } from '../domain/search.js';
 import { lockDataDir, serverPid } from '../storage/fs/dataDirLock.js';
 import { watchDirectory } from '../storage/fs/fileWatch.js';
 import type { FsPromises } from '../storage/fs/fs.js';
@@ -49,7 +50,7 @@ export async function openServingStore(
   const dirLock = await lockDataDir(fs, dataDir);
   try {
     const git = new GitCli(args.env ?? process.env);
-    const orgs = new OrgStore({ fs, dataDir, logger, git, owner: true, autoRepackObjects: args.autoRepackObjects });
+    const orgs = new OrgStore({ fs, dataDir, logger, git, owner: true, autoRepackObjects: args.autoRepackObjects, search: { readNeed } });
     const keys = new KeyStore({ fs, dataDir, logger, watch: watchDirectory });
     await keys.startWatching();
     if ((await orgs.list()).length === 0) {
@@ -92,6 +93,33 @@ export function openAdminStore(args: StoreOptions): Store & { serverPid(): Promi
     close: async () => {
       await orgs.closeAll();
       await keys.flushUsage();
+    },
+  };
+}
+
+/**
+ * The data directory held for one admin command that needs what only its
+ * owner may touch (the search index: one writer per file). Refused at once,
+ * with the server's pid, while a server runs.
+ */
+export async function openExclusiveStore(args: StoreOptions): Promise<Store> {
+  const { dataDir, logger } = args;
+  const fs = args.fs ?? (nodeFs as unknown as FsPromises);
+  const dirLock = await lockDataDir(fs, dataDir, { waitMs: 0 });
+  const git = new GitCli(args.env ?? process.env);
+  const orgs = new OrgStore({ fs, dataDir, logger, git, owner: true, search: { readNeed } });
+  const keys = new KeyStore({ fs, dataDir, logger });
+  return {
+    dataDir,
+    orgs,
+    keys,
+    close: async () => {
+      try {
+        await orgs.closeAll();
+        await keys.flushUsage();
+      } finally {
+        await dirLock.release();
+      }
     },
   };
 }

@@ -9,6 +9,7 @@ import { MethodNotAllowed } from './httpErrors.js';
 import { limitFailedAuthentication, limitPerKey } from './middleware/rateLimit.js';
 import { requestContext } from './middleware/requestContext.js';
 import { changeRoutes } from './routes/changes.js';
+import { searchRoutes } from './routes/search.js';
 import type { RouteDeps } from './routes/common.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { folderRoutes } from './routes/folders.js';
@@ -55,7 +56,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));
   // One route file per domain file: items, history, trash, folders, changes, keys, git access, the dashboard.
   const router = itemRoutes(routeDeps);
-  for (const routes of [historyRoutes, trashRoutes, folderRoutes, changeRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
+  for (const routes of [historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
     router.use(routes(routeDeps).routes());
   }
 

@@ -1,4 +1,5 @@
 import type { ItemView } from '../domain/items.js';
+import type { SearchResult } from '../domain/search.js';
 import type { KeyRecord } from '../storage/keys/keyStore.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
 
@@ -15,7 +16,7 @@ export type KnowledgeItem = Pick<
   requiredWritePermission: string | null;
 };
 
-export function presentItem(orgId: string, item: ItemView): KnowledgeItem {
+export function presentItem(orgId: string, item: Pick<ItemView, 'record' | 'content'>): KnowledgeItem {
   const { record } = item;
   const out: KnowledgeItem = { id: record.id, organizationId: orgId, path: record.path } as KnowledgeItem;
   if (item.content !== undefined) out.content = item.content;
@@ -99,4 +100,9 @@ export function presentKey(key: KeyRecord): Omit<KeyRecord, 'hash' | 'orgId'> & 
     lastUsedAt: key.lastUsedAt,
     revokedAt: key.revokedAt,
   };
+}
+
+/** A search result: the item without its content, how well it matched, and the snippet. */
+export function presentSearchResult(orgId: string, result: SearchResult): { path: string; score: number; snippet: string; item: KnowledgeItem } {
+  return { path: result.record.path, score: result.score, snippet: result.snippet, item: presentItem(orgId, result) };
 }

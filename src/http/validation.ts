@@ -1,6 +1,8 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { InvalidInput } from '../domain/errors.js';
 import { MAX_LIST_LIMIT } from '../domain/items.js';
+import { MAX_SEARCH_LIMIT } from '../domain/search.js';
+import { MAX_QUERY_LENGTH } from '../domain/searchQuery.js';
 
 /**
  * Request bodies and query strings are checked by ajv schemas before any domain call.
@@ -43,6 +45,26 @@ const listQuery = {
     limit: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT },
     cursor: { type: 'string', minLength: 1, maxLength: 512 },
     content: { type: 'string', enum: ['true', 'false'] },
+  },
+} as const;
+
+export interface SearchQuery {
+  q: string;
+  prefix?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+const searchQuery = {
+  type: 'object',
+  required: ['q'],
+  additionalProperties: false,
+  properties: {
+    // Characters are counted (and the 500 limit enforced) by the domain; this bound only keeps parsing cheap.
+    q: { type: 'string', maxLength: 4 * MAX_QUERY_LENGTH },
+    prefix: { type: 'string', maxLength: 256 },
+    limit: { type: 'integer', minimum: 1, maximum: MAX_SEARCH_LIMIT },
+    cursor: { type: 'string', minLength: 1, maxLength: 64 },
   },
 } as const;
 
@@ -113,6 +135,7 @@ const validators = {
   getItemQuery: ajv.compile<GetItemQuery>(getItemQuery),
   diffQuery: ajv.compile<{ from: number; to: number }>(diffQuery),
   changesQuery: ajv.compile<{ since: string }>(changesQuery),
+  searchQuery: ajv.compile<SearchQuery>(searchQuery),
 };
 
 function describe(error: ErrorObject | undefined, what: 'field' | 'query parameter'): string {
@@ -152,4 +175,5 @@ export const validateQuery = {
   getItem: (query: Record<string, unknown>): GetItemQuery => check(validators.getItemQuery, { ...query }, 'query parameter'),
   diff: (query: Record<string, unknown>) => check(validators.diffQuery, { ...query }, 'query parameter'),
   changes: (query: Record<string, unknown>) => check(validators.changesQuery, { ...query }, 'query parameter'),
+  search: (query: Record<string, unknown>): SearchQuery => check(validators.searchQuery, { ...query }, 'query parameter'),
 };

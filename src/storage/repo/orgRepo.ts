@@ -12,6 +12,7 @@ import { LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord 
 import { Lru } from './lru.js';
 import { ObjectReader } from './objectReader.js';
 import { RepackSchedule } from './repackSchedule.js';
+import type { SearchIndex } from '../search/searchIndex.js';
 import { WritePipeline, type CommittedState, type Transaction, type WriteResult } from './writePipeline.js';
 
 export type { FolderRuleIntent, ItemIntent, WriteIntent } from './commitBuilder.js';
@@ -44,6 +45,7 @@ export class OrgRepo {
   private readonly snapshots: SnapshotCadence;
   private readonly snapshotFile: IndexSnapshotFile;
   private readonly repacks: RepackSchedule | null;
+  private searchIndex: SearchIndex | null = null;
 
   private constructor(
     readonly orgId: string,
@@ -161,6 +163,17 @@ export class OrgRepo {
     this.views.add(view);
   }
 
+  /** Keeps `index` in step with every published batch from now on (it was caught up to this head). */
+  attachSearch(index: SearchIndex): void {
+    this.searchIndex = index;
+    this.views.add(index);
+  }
+
+  /** The full-text index, or null when this process keeps none (see OrgStore's `search`). */
+  get search(): SearchIndex | null {
+    return this.searchIndex;
+  }
+
   /** Queues a transaction; resolves once its commit (if any) is durable and published. */
   write(txn: Transaction): Promise<WriteResult> {
     return this.pipeline.write(txn);
@@ -177,6 +190,7 @@ export class OrgRepo {
     await this.pipeline.close();
     await this.repacks?.settled();
     await this.snapshots.save(this.state);
+    this.searchIndex?.close();
   }
 
   /** Reads the branch, the index and the history log from disk, and swaps them in at once. */

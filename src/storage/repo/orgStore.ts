@@ -14,7 +14,11 @@ import { TreeEditor } from '../git/treeEditor.js';
 import { stageCommit } from './commitBuilder.js';
 import { LAYOUT, STORE_CONFIG } from './itemRecord.js';
 import { OrgRepo } from './orgRepo.js';
+import { SearchIndex, type ReadNeed } from '../search/searchIndex.js';
 import { verifyRepository, type StoreRules, type VerifyReport } from './verify.js';
+
+/** The search index's file, inside the bare repository's directory (git ignores it; a clone does not carry it). */
+export const SEARCH_FILE = 'knowledge-search.sqlite';
 
 /**
  * The organizations of a data directory: `<dataDir>/orgs/<orgId>.git`, one
@@ -37,6 +41,11 @@ export class OrgStore {
       owner?: boolean;
       /** Repack a repository automatically once this many loose objects pile up (0: never). */
       autoRepackObjects?: number;
+      /**
+       * Keep a full-text index beside each repository (only in a process that owns the data dir:
+       * the index file has one writer). `readNeed` ranks who may read an item (the domain's rules).
+       */
+      search?: { readNeed: ReadNeed };
     },
   ) {
     this.root = `${options.dataDir}/orgs`;
@@ -88,6 +97,15 @@ export class OrgStore {
     }
     const started = Date.now();
     const repo = await OrgRepo.open({ orgId, fs, gitdir, logger, git: this.options.git, autoRepackObjects: this.options.autoRepackObjects });
+    const { search } = this.options;
+    if (search) {
+      try {
+        repo.attachSearch(await SearchIndex.open({ file: `${gitdir}/${SEARCH_FILE}`, source: repo, readNeed: search.readNeed, logger, orgId }));
+      } catch (err) {
+        await repo.close();
+        throw err;
+      }
+    }
     logger.info('organization opened', { org: orgId, items: repo.itemCount, ms: Date.now() - started });
     return repo;
   }
@@ -180,8 +198,18 @@ export class OrgStore {
    * C git's fsck and the store's own rules over one repository: an
    * organization's, or (with `gitdir`) a clone being imported.
    */
-  verify(orgId: string, rules: StoreRules, gitdir = this.gitdirOf(orgId)): Promise<VerifyReport> {
-    return verifyRepository({ fs: this.options.fs, git: this.options.git, gitdir, orgId, rules });
+  async verify(orgId: string, rules: StoreRules, gitdir = this.gitdirOf(orgId)): Promise<VerifyReport> {
+    const report = await verifyRepository({ fs: this.options.fs, git: this.options.git, gitdir, orgId, rules });
+    // The search index is checked where this process keeps one (it owns the data dir), for organizations only.
+    if (this.options.search && gitdir === this.gitdirOf(orgId)) {
+      const repo = await this.get(orgId);
+      const search = repo?.search;
+      if (search) {
+        report.problems.push(...search.differences());
+        report.search = 'checked';
+      }
+    }
+    return report;
   }
 
   countObjects(orgId: string): Promise<ObjectCounts> {

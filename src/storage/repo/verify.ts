@@ -22,6 +22,8 @@ export interface VerifyReport {
   trashed: number;
   /** Empty when the repository is sound. */
   problems: string[];
+  /** Whether the search index was compared with the tree (only where this process keeps it). */
+  search?: 'checked';
 }
 
 /**

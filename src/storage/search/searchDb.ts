@@ -1,0 +1,231 @@
+import { rmSync } from 'node:fs';
+import sqlite from 'node-sqlite3-wasm';
+import type { Logger } from '../../common/log.js';
+
+type Database = InstanceType<typeof sqlite.Database>;
+type Statement = ReturnType<Database['prepare']>;
+
+/** What the index holds for one item: its row, the content it was built from, and who may read it. */
+export interface IndexedItem {
+  id: number;
+  /** The content blob the row was built from: a different one means the row is stale. */
+  blob: string;
+  /** The read requirement, as a rank the caller defines (see SearchIndex). */
+  need: number;
+}
+
+export interface SearchRow {
+  id: number;
+  path: string;
+  /** 1 + relevance for a match in the path, relevance alone otherwise; relevance in (0, 1). */
+  score: number;
+}
+
+/** Changes to the schema or the tokenizer bump this: an index of another format is rebuilt, never misread. */
+const FORMAT = '1';
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, blob TEXT NOT NULL, need INTEGER NOT NULL);
+  CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(path, body, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3');
+`;
+
+/** Path matches weigh ten times a content match in BM25 (they also rank first, see `search`). */
+const RANK = 'bm25(docs, 10.0, 1.0)';
+
+/**
+ * The SQLite file of one organization's search index: an FTS5 table of paths
+ * and contents, beside a table of what each row was built from. SQLite runs
+ * as WebAssembly (node-sqlite3-wasm): no native build at install.
+ *
+ * `synchronous = OFF`: the index is a cache of the repository, so it never
+ * waits for the disk. SQLite's rollback journal still keeps it whole across a
+ * crash of the process; what a power loss could damage is caught at the next
+ * open (a file not closed cleanly is checked) and rebuilt.
+ */
+export class SearchDb {
+  private readonly statements = new Map<string, Statement>();
+
+  private constructor(
+    private readonly db: Database,
+    /** False when the last process to use the file did not close it (a crash). */
+    readonly closedCleanly: boolean,
+  ) {}
+
+  /**
+   * Opens (or creates) the file. One that cannot be read, or holds another
+   * format, is deleted and started afresh: it is only a cache.
+   */
+  static open(file: string, logger: Logger): SearchDb {
+    // The VFS locks with a directory `<file>.lock`; only this process uses the file, so one present now was left by a crash.
+    rmSync(`${file}.lock`, { recursive: true, force: true });
+    try {
+      return SearchDb.openOrThrow(file);
+    } catch (err) {
+      logger.warn('search index unreadable; starting it afresh', { file, error: String(err) });
+      SearchDb.remove(file);
+      return SearchDb.openOrThrow(file);
+    }
+  }
+
+  /** Deletes the index file and what SQLite keeps beside it. */
+  static remove(file: string): void {
+    for (const f of [file, `${file}-journal`, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+    rmSync(`${file}.lock`, { recursive: true, force: true });
+  }
+
+  private static openOrThrow(file: string): SearchDb {
+    const db = new sqlite.Database(file);
+    try {
+      db.exec('PRAGMA synchronous = OFF; PRAGMA cache_size = -16384;');
+      db.exec(SCHEMA);
+      const format = SearchDb.metaOf(db, 'format');
+      if (format !== null && format !== FORMAT) throw new Error(`search index format ${format}, expected ${FORMAT}`);
+      const clean = SearchDb.metaOf(db, 'clean');
+      db.run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?), (?, ?)', ['format', FORMAT, 'clean', '0']);
+      // A new file is clean; an old one is clean only if it says so.
+      return new SearchDb(db, format === null || clean === '1');
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
+
+  private static metaOf(db: Database, key: string): string | null {
+    const row = db.get('SELECT value FROM meta WHERE key = ?', [key]);
+    return row && typeof row.value === 'string' ? row.value : null;
+  }
+
+  /** The head commit the index was last brought up to, or null when never. */
+  get head(): string | null {
+    return SearchDb.metaOf(this.db, 'head');
+  }
+
+  /** Every indexed item, by path. */
+  indexed(): Map<string, IndexedItem> {
+    const out = new Map<string, IndexedItem>();
+    const rows = this.use('SELECT id, path, blob, need FROM items', (st) => st.all());
+    for (const row of rows) out.set(String(row.path), { id: Number(row.id), blob: String(row.blob), need: Number(row.need) });
+    return out;
+  }
+
+  /** Runs `fn` in one transaction: all of it lands, or none. */
+  transaction<T>(fn: () => T): T {
+    this.db.exec('BEGIN');
+    try {
+      const out = fn();
+      this.db.exec('COMMIT');
+      return out;
+    } catch (err) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+
+  setHead(head: string | null): void {
+    if (head === null) this.use('DELETE FROM meta WHERE key = ?', (st) => st.run(['head']));
+    else this.use('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)', (st) => st.run(['head', head]));
+  }
+
+  /** Adds or replaces an item's row; returns its id. */
+  put(args: { path: string; blob: string; need: number; text: string; id?: number }): number {
+    const { path, blob, need, text } = args;
+    const existing = args.id;
+    let id: number;
+    if (existing === undefined) {
+      id = Number(this.use('INSERT INTO items (path, blob, need) VALUES (?, ?, ?)', (st) => st.run([path, blob, need]).lastInsertRowid));
+    } else {
+      id = existing;
+      this.use('DELETE FROM docs WHERE rowid = ?', (st) => st.run([existing]));
+      this.use('UPDATE items SET blob = ?, need = ? WHERE id = ?', (st) => st.run([blob, need, existing]));
+    }
+    this.use('INSERT INTO docs (rowid, path, body) VALUES (?, ?, ?)', (st) => st.run([id, path, text]));
+    return id;
+  }
+
+  remove(id: number): void {
+    this.use('DELETE FROM docs WHERE rowid = ?', (st) => st.run([id]));
+    this.use('DELETE FROM items WHERE id = ?', (st) => st.run([id]));
+  }
+
+  setNeed(id: number, need: number): void {
+    this.use('UPDATE items SET need = ? WHERE id = ?', (st) => st.run([need, id]));
+  }
+
+  /**
+   * The best matches, path matches first, then by BM25, then by path (a stable order for paging).
+   * Only rows whose `need` is in `needs` are ever read past the match: a row the caller may not
+   * read is neither counted nor paged over.
+   */
+  search(args: {
+    match: string;
+    pathMatch: string;
+    needs: readonly number[];
+    /** Only paths in [from, to). */
+    range?: { from: string; to: string };
+    limit: number;
+    offset: number;
+  }): SearchRow[] {
+    const { match, pathMatch, needs, range, limit, offset } = args;
+    const mask = needs.reduce((m, n) => m | (1 << n), 0);
+    const sql = `
+      SELECT items.id AS id, items.path AS path, ${RANK} AS rank,
+             docs.rowid IN (SELECT rowid FROM docs WHERE docs MATCH :pathMatch) AS inPath
+      FROM docs JOIN items ON items.id = docs.rowid
+      WHERE docs MATCH :match AND ((:mask >> items.need) & 1) = 1
+        ${range ? 'AND items.path >= :from AND items.path < :to' : ''}
+      ORDER BY inPath DESC, rank, items.path
+      LIMIT :limit OFFSET :offset`;
+    const values: Record<string, string | number> = { ':match': match, ':pathMatch': pathMatch, ':mask': mask, ':limit': limit, ':offset': offset };
+    if (range) Object.assign(values, { ':from': range.from, ':to': range.to });
+    return this.use(sql, (st) => st.all(values)).map((row) => {
+        // bm25 is negative, lower is better: map it to (0, 1), higher is better.
+        const relevance = Math.max(0, -Number(row.rank));
+        return { id: Number(row.id), path: String(row.path), score: Number(row.inPath) + relevance / (1 + relevance) };
+      });
+  }
+
+  /** The row's content around its best match, matches wrapped in « ». */
+  snippet(match: string, id: number): string {
+    const row = this.use("SELECT snippet(docs, 1, '«', '»', '…', 32) AS s FROM docs WHERE docs MATCH ? AND rowid = ?", (st) => st.get([match, id]));
+    return row ? String(row.s) : '';
+  }
+
+  /** SQLite's own consistency check of the file (pages, free list, indexes). */
+  quickCheck(): boolean {
+    const row = this.db.get('PRAGMA quick_check');
+    return row !== null && Object.values(row)[0] === 'ok';
+  }
+
+  /** Closes the file; a clean close is remembered, so the next open skips the check. */
+  close(): void {
+    for (const stmt of this.statements.values()) stmt.finalize();
+    this.statements.clear();
+    this.db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('clean', '1')");
+    this.db.close();
+  }
+
+  /**
+   * Runs `fn` with the statement for `sql`, compiled once and kept (each lives in the WebAssembly
+   * heap until finalized). A statement whose step failed cannot be reset for its next use: it is
+   * dropped, and compiled afresh next time.
+   */
+  private use<T>(sql: string, fn: (stmt: Statement) => T): T {
+    let stmt = this.statements.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      this.statements.set(sql, stmt);
+    }
+    try {
+      return fn(stmt);
+    } catch (err) {
+      this.statements.delete(sql);
+      try {
+        stmt.finalize();
+      } catch {
+        // Finalizing reports the step's error again; it is the one being thrown.
+      }
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,244 @@
+import type { Logger } from '../../common/log.js';
+import type { DerivedView, PublishedBatch } from '../repo/derivedViews.js';
+import type { IndexEntry } from '../repo/itemIndex.js';
+import type { FolderRule, ItemRecord } from '../repo/itemRecord.js';
+import { matchExpression, pathMatchExpression, type SearchTerms } from './matchExpression.js';
+import { SearchDb, type IndexedItem } from './searchDb.js';
+
+/** What the index reads of the repository: the live index, content, and the folder rules. */
+export interface SearchSource {
+  readonly headCommit: string | null;
+  entries(): Iterable<IndexEntry>;
+  get(path: string): IndexEntry | undefined;
+  folderRule(folder: string): FolderRule | undefined;
+  readContent(entry: Pick<IndexEntry, 'blobOid'>): Promise<string>;
+}
+
+/**
+ * Who may read an item, as a small rank: the domain decides (inherit, folder
+ * rules, defaults) and passes the function in; a query names the ranks its
+ * caller may read.
+ */
+export type ReadNeed = (record: ItemRecord, rules: Pick<SearchSource, 'folderRule'>) => number;
+
+export interface SearchHit {
+  entry: IndexEntry;
+  score: number;
+  snippet: string;
+}
+
+/** How much a start that rebuilds the index logs: a line every this many items. */
+const PROGRESS_EVERY = 5_000;
+/** Items written per transaction while catching up (a crash loses at most this much of a rebuild). */
+const CATCH_UP_CHUNK = 500;
+/** The longest snippet handed out, in characters. */
+export const MAX_SNIPPET_CHARS = 300;
+
+/**
+ * One organization's full-text index: which live items hold which words, and
+ * who may read each. A cache of the branch, like the index snapshot: at open
+ * it is compared with the repository's index (content blob and read rank of
+ * every live item) and brought up to date, reading only what differs; missing,
+ * of another format or damaged, it is built again from the tree.
+ *
+ * It is a derived view of the write pipeline: each published batch is applied
+ * in one transaction before the writers are answered, so a 200 PUT is found by
+ * the next request, and a delete, purge, restore or folder rule is in effect.
+ */
+export class SearchIndex implements DerivedView {
+  readonly name = 'search index';
+  /** What the index holds, by path (the same as its `items` table, kept in memory to compare cheaply). */
+  private indexed = new Map<string, IndexedItem>();
+  /** Set when a batch could not be applied: the next query catches up first. */
+  private stale = false;
+
+  private constructor(
+    private readonly db: SearchDb,
+    private readonly source: SearchSource,
+    private readonly readNeed: ReadNeed,
+    private readonly logger: Logger,
+    private readonly orgId: string,
+  ) {}
+
+  static async open(args: { file: string; source: SearchSource; readNeed: ReadNeed; logger: Logger; orgId: string }): Promise<SearchIndex> {
+    const { file, logger, orgId } = args;
+    let db = SearchDb.open(file, logger);
+    if (!db.closedCleanly && !db.quickCheck()) {
+      logger.warn('search index damaged (not closed cleanly, check failed); rebuilding', { org: orgId });
+      db.close();
+      SearchDb.remove(file);
+      db = SearchDb.open(file, logger);
+    }
+    const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId);
+    index.indexed = db.indexed();
+    if (db.head !== args.source.headCommit || !db.closedCleanly) await index.catchUp();
+    return index;
+  }
+
+  /** Brings every row in line with the repository; returns how many rows it changed. */
+  async catchUp(): Promise<{ written: number; removed: number; needs: number }> {
+    const started = Date.now();
+    const head = this.source.headCommit;
+    const live = new Map<string, IndexEntry>();
+    for (const entry of this.source.entries()) if (entry.record.deletedAt === null) live.set(entry.record.path, entry);
+    const removed = [...this.indexed.keys()].filter((path) => !live.has(path));
+    const stale = [...live.values()].filter((e) => this.indexed.get(e.record.path)?.blob !== e.blobOid);
+    const building = stale.length > PROGRESS_EVERY;
+    if (building) this.logger.info('search index: building', { org: this.orgId, items: stale.length, of: live.size });
+    this.db.transaction(() => removed.forEach((path) => this.drop(path)));
+    for (let i = 0; i < stale.length; i += CATCH_UP_CHUNK) {
+      const chunk = stale.slice(i, i + CATCH_UP_CHUNK);
+      const texts = await Promise.all(chunk.map((e) => this.textOf(e)));
+      this.db.transaction(() => chunk.forEach((e, j) => this.write(e, texts[j] as string)));
+      const done = i + chunk.length;
+      if (building && (Math.floor(done / PROGRESS_EVERY) > Math.floor(i / PROGRESS_EVERY) || done === stale.length)) {
+        this.logger.info('search index: building', { org: this.orgId, done, of: stale.length });
+      }
+    }
+    const needs = this.db.transaction(() => {
+      const n = this.refreshNeeds();
+      this.db.setHead(head);
+      return n;
+    });
+    this.stale = false;
+    const changed = { written: stale.length, removed: removed.length, needs };
+    if (changed.written + changed.removed + changed.needs > 0) {
+      this.logger.info('search index caught up', { org: this.orgId, ...changed, ms: Date.now() - started });
+    }
+    return changed;
+  }
+
+  /** Applies what a batch published; on failure the index is marked stale and caught up before the next query. */
+  async published(batch: PublishedBatch): Promise<void> {
+    try {
+      const paths = new Set<string>();
+      let rulesChanged = false;
+      for (const commit of batch.commits) {
+        if (commit.item) paths.add(commit.item.path);
+        else rulesChanged = true;
+      }
+      const updates: Array<{ path: string; entry: IndexEntry | undefined; text?: string }> = [];
+      for (const path of paths) {
+        const entry = this.source.get(path);
+        const live = entry && entry.record.deletedAt === null ? entry : undefined;
+        if (live && this.indexed.get(path)?.blob !== live.blobOid) {
+          updates.push({ path, entry: live, text: batch.written.get(live.blobOid) ?? (await this.textOf(live)) });
+        } else {
+          updates.push({ path, entry: live });
+        }
+      }
+      this.db.transaction(() => {
+        for (const { path, entry, text } of updates) {
+          if (!entry) this.drop(path);
+          else if (text !== undefined) this.write(entry, text);
+          else this.refreshNeed(entry);
+        }
+        if (rulesChanged) this.refreshNeeds();
+        this.db.setHead(batch.head);
+      });
+    } catch (err) {
+      this.stale = true;
+      // The in-memory copy may disagree with the rolled-back file: read it again at the catch-up.
+      this.indexed = this.db.indexed();
+      throw err;
+    }
+  }
+
+  /**
+   * The best matches the caller may read (`needs`: the ranks it may read), from `offset` on.
+   * Work per query is bounded by the match itself: the caller bounds the terms.
+   */
+  async search(args: { terms: SearchTerms; needs: readonly number[]; prefix?: string; limit: number; offset: number }): Promise<SearchHit[]> {
+    if (this.stale) await this.catchUp();
+    const match = matchExpression(args.terms);
+    const rows = this.db.search({
+      match,
+      pathMatch: pathMatchExpression(args.terms),
+      needs: args.needs,
+      range: args.prefix ? prefixRange(args.prefix) : undefined,
+      limit: args.limit,
+      offset: args.offset,
+    });
+    const hits: SearchHit[] = [];
+    for (const row of rows) {
+      const entry = this.source.get(row.path);
+      // The index and the repository change together; a row without a live item would be a bug, never shown.
+      if (!entry || entry.record.deletedAt !== null) continue;
+      hits.push({ entry, score: Math.round(row.score * 1e6) / 1e6, snippet: clip(this.db.snippet(match, row.id)) });
+    }
+    return hits;
+  }
+
+  /** The paths where the index disagrees with the repository (for `verify`): none when it is in step. */
+  differences(): string[] {
+    const problems: string[] = [];
+    const onDisk = this.db.indexed();
+    const live = new Set<string>();
+    for (const entry of this.source.entries()) {
+      if (entry.record.deletedAt !== null) continue;
+      const { path } = entry.record;
+      live.add(path);
+      const row = onDisk.get(path);
+      if (!row) problems.push(`search index: ${path} is missing`);
+      else if (row.blob !== entry.blobOid) problems.push(`search index: ${path} holds an older content`);
+      else if (row.need !== this.readNeed(entry.record, this.source)) problems.push(`search index: ${path} has a stale read permission`);
+    }
+    for (const path of onDisk.keys()) if (!live.has(path)) problems.push(`search index: ${path} is indexed but not a live item`);
+    if (this.db.head !== this.source.headCommit) problems.push(`search index: at ${this.db.head ?? 'no commit'}, the branch at ${this.source.headCommit ?? 'none'}`);
+    return problems;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  private write(entry: IndexEntry, text: string): void {
+    const { path } = entry.record;
+    const need = this.readNeed(entry.record, this.source);
+    const id = this.db.put({ path, blob: entry.blobOid, need, text, id: this.indexed.get(path)?.id });
+    this.indexed.set(path, { id, blob: entry.blobOid, need });
+  }
+
+  private drop(path: string): void {
+    const row = this.indexed.get(path);
+    if (!row) return;
+    this.db.remove(row.id);
+    this.indexed.delete(path);
+  }
+
+  private refreshNeed(entry: IndexEntry): boolean {
+    const row = this.indexed.get(entry.record.path);
+    if (!row) return false;
+    const need = this.readNeed(entry.record, this.source);
+    if (need === row.need) return false;
+    this.db.setNeed(row.id, need);
+    row.need = need;
+    return true;
+  }
+
+  /** After a folder rule changed: every item whose read rank moved gets its new one. */
+  private refreshNeeds(): number {
+    let changed = 0;
+    for (const entry of this.source.entries()) if (entry.record.deletedAt === null && this.refreshNeed(entry)) changed++;
+    return changed;
+  }
+
+  /** What is searched besides the path: a text item's content. */
+  private async textOf(entry: IndexEntry): Promise<string> {
+    return entry.record.itemType === 'text' ? this.source.readContent(entry) : '';
+  }
+}
+
+/** The paths under a folder prefix ("a/b/") as a range of strings: [prefix, prefix with its last "/" raised by one). */
+function prefixRange(prefix: string): { from: string; to: string } {
+  return { from: prefix, to: `${prefix.slice(0, -1)}${String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)}` };
+}
+
+/** At most MAX_SNIPPET_CHARS characters, never cutting a marker pair in two. */
+export function clip(snippet: string): string {
+  if (snippet.length <= MAX_SNIPPET_CHARS) return snippet;
+  let out = snippet.slice(0, MAX_SNIPPET_CHARS - 1);
+  // An opened « whose » was cut off is closed, so the marks always pair up.
+  if (out.lastIndexOf('«') > out.lastIndexOf('»')) out = `${out.slice(0, MAX_SNIPPET_CHARS - 2)}»`;
+  return `${out}…`;
+}
