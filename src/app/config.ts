@@ -18,6 +18,8 @@ export interface Config {
   rateLimitAuthFailures: number;
   /** How many failures in a row an address may have before it is refused. */
   rateLimitAuthFailuresBurst: number;
+  /** Keep a full-text index per organization and answer GET /search (off: no index file, /search answers 404). */
+  search: boolean;
 }
 
 export interface ConfigOverrides {
@@ -31,6 +33,7 @@ export interface ConfigOverrides {
   rateLimitPerKeyBurst?: string;
   rateLimitAuthFailures?: string;
   rateLimitAuthFailuresBurst?: string;
+  search?: string;
 }
 
 export class ConfigError extends Error {}
@@ -49,6 +52,7 @@ export const DEFAULTS = {
   // A client with a good key never fails; 40 failures in a row, then one every 3 s, is plenty for a typo.
   rateLimitAuthFailures: 20,
   rateLimitAuthFailuresBurst: 40,
+  search: true,
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = {}): Config {
@@ -70,6 +74,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     DEFAULTS.rateLimitAuthFailures,
     DEFAULTS.rateLimitAuthFailuresBurst,
   );
+  const searchSetting = pick(overrides.search, 'KNOWLEDGE_SEARCH') ?? (DEFAULTS.search ? 'on' : 'off');
+  if (searchSetting !== 'on' && searchSetting !== 'off') throw new ConfigError(`KNOWLEDGE_SEARCH must be on or off (got "${searchSetting}")`);
   const logLevel = pick(overrides.logLevel, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!isLogLevel(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of error, warn, info, debug (got "${logLevel}")`);
   return {
@@ -79,6 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     maxContentBytes,
     logLevel,
     autoRepackObjects,
+    search: searchSetting === 'on',
     rateLimitPerKey,
     rateLimitPerKeyBurst,
     rateLimitAuthFailures,

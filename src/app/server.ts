@@ -30,7 +30,7 @@ export async function startServer(args: {
   clock?: Clock;
 }): Promise<RunningServer> {
   const { config, logger, announce = (line) => process.stdout.write(`${line}\n`), clock = systemClock } = args;
-  const store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, announce });
+  const store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce });
   let http;
   try {
     const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock });

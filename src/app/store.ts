@@ -43,14 +43,14 @@ export interface StoreOptions {
  * admin key goes to `announce` (stdout), once.
  */
 export async function openServingStore(
-  args: StoreOptions & { autoRepackObjects: number; announce: (line: string) => void },
+  args: StoreOptions & { autoRepackObjects: number; search?: boolean; announce: (line: string) => void },
 ): Promise<Store> {
   const { dataDir, logger } = args;
   const fs = args.fs ?? (nodeFs as unknown as FsPromises);
   const dirLock = await lockDataDir(fs, dataDir);
   try {
     const git = new GitCli(args.env ?? process.env);
-    const orgs = new OrgStore({ fs, dataDir, logger, git, owner: true, autoRepackObjects: args.autoRepackObjects, search: { readNeed } });
+    const orgs = new OrgStore({ fs, dataDir, logger, git, owner: true, autoRepackObjects: args.autoRepackObjects, search: args.search === false ? undefined : { readNeed } });
     const keys = new KeyStore({ fs, dataDir, logger, watch: watchDirectory });
     await keys.startWatching();
     if ((await orgs.list()).length === 0) {

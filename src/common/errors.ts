@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'KEY_NOT_FOUND'
   | 'VERSION_NOT_FOUND'
   | 'IMPORT_REFUSED'
+  | 'SEARCH_OFF'
   // The HTTP edge
   | 'UNAUTHORIZED'
   | 'ROUTE_NOT_FOUND'

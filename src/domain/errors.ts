@@ -70,3 +70,10 @@ export class VersionNotFound extends KnowledgeError<{ path: string; version: num
     super('VERSION_NOT_FOUND', `${data.path} has no version ${data.version}`, data);
   }
 }
+
+/** The server keeps no search index (KNOWLEDGE_SEARCH=off). */
+export class SearchOff extends KnowledgeError<{ orgId: string }> {
+  constructor(data: { orgId: string }) {
+    super('SEARCH_OFF', 'search is turned off on this server', data);
+  }
+}

@@ -2,7 +2,7 @@ import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import type { ReadNeed } from '../storage/search/searchIndex.js';
 import { requirement, requireRole } from './access.js';
-import { InvalidInput } from './errors.js';
+import { InvalidInput, SearchOff } from './errors.js';
 import type { Actor } from './keys.js';
 import { validateFolderPrefix } from './paths.js';
 import { can, PERMISSIONS, type Role } from './permissions.js';
@@ -53,7 +53,7 @@ export async function searchItems(args: {
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SEARCH_LIMIT) throw new InvalidInput({ reason: `limit must be 1 to ${MAX_SEARCH_LIMIT}` });
   const offset = args.cursor === undefined ? 0 : decodeSearchCursor(args.cursor);
   const index = repo.search;
-  if (!index) throw new Error(`organization ${repo.orgId} has no search index in this process`);
+  if (!index) throw new SearchOff({ orgId: repo.orgId });
   const take = Math.min(limit, MAX_SEARCH_DEPTH - offset);
   // One more than asked for: whether it exists says whether there is a next page.
   const hits = take <= 0 ? [] : await index.search({ terms, needs: readableNeeds(actor.role), prefix, limit: take + 1, offset });

@@ -43,6 +43,7 @@ const TABLE: Record<ErrorCode, Row> = {
   KEY_NOT_FOUND: () => ({ status: 404, message: 'API key not found' }),
   ORG_NOT_FOUND: () => ({ status: 404, message: 'Repository not found' }),
   VERSION_NOT_FOUND: () => ({ status: 404, message: 'Version not found' }),
+  SEARCH_OFF: () => ({ status: 404, message: 'Search is turned off on this server (KNOWLEDGE_SEARCH=off)' }),
   ITEM_IN_TRASH: () => ({
     status: 409,
     message: 'A deleted item exists at this path — restore it first or use a different path',

@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { existsSync } from 'node:fs';
+import { ConfigError, loadConfig } from '../../src/app/config.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
 import { urlOf } from './adminApi.js';
 import { del, expectError, put } from './helpers.js';
@@ -236,5 +238,28 @@ describe('HTTP search: GET /search', function () {
       const res = await api(urlOf(server, `/search?${q('tomato')}`));
       expectError(res, 401);
     });
+  });
+});
+
+describe('HTTP search turned off (KNOWLEDGE_SEARCH=off)', function () {
+  this.timeout(60_000);
+
+  it('keeps no index file and answers /search with a 404 that says so; the rest works', async () => {
+    const server = await startTestServer({ config: { search: false } });
+    try {
+      await ok(put(server, server.adminKey, 'a/b.md', { content: 'tomato' }));
+      const res = await search(server, server.adminKey, q('tomato'));
+      expectError(res, 404, 'Search is turned off on this server (KNOWLEDGE_SEARCH=off)');
+      expect(existsSync(`${server.gitdir()}/knowledge-search.sqlite`)).to.equal(false);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('the setting takes on or off, from the environment or the flag', () => {
+    expect(loadConfig({}).search).to.equal(true);
+    expect(loadConfig({ KNOWLEDGE_SEARCH: 'off' }).search).to.equal(false);
+    expect(loadConfig({ KNOWLEDGE_SEARCH: 'off' }, { search: 'on' }).search).to.equal(true);
+    expect(() => loadConfig({ KNOWLEDGE_SEARCH: 'no' })).to.throw(ConfigError, 'KNOWLEDGE_SEARCH must be on or off (got "no")');
   });
 });
