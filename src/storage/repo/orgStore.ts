@@ -45,7 +45,7 @@ export class OrgStore {
        * Keep a full-text index beside each repository (only in a process that owns the data dir:
        * the index file has one writer). `readNeed` ranks who may read an item (the domain's rules).
        */
-      search?: { readNeed: ReadNeed };
+      search?: { readNeed: ReadNeed; progressEvery?: number };
     },
   ) {
     this.root = `${options.dataDir}/orgs`;
@@ -100,7 +100,7 @@ export class OrgStore {
     const { search } = this.options;
     if (search) {
       try {
-        repo.attachSearch(await SearchIndex.open({ file: `${gitdir}/${SEARCH_FILE}`, source: repo, readNeed: search.readNeed, logger, orgId }));
+        repo.attachSearch(await SearchIndex.open({ file: `${gitdir}/${SEARCH_FILE}`, source: repo, logger, orgId, ...search }));
       } catch (err) {
         await repo.close();
         throw err;

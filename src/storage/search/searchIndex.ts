@@ -28,9 +28,10 @@ export interface SearchHit {
 }
 
 /** How much a start that rebuilds the index logs: a line every this many items. */
-const PROGRESS_EVERY = 5_000;
+export const PROGRESS_EVERY = 5_000;
 /** Items written per transaction while catching up (a crash loses at most this much of a rebuild). */
 const CATCH_UP_CHUNK = 500;
+
 /** The longest snippet handed out, in characters. */
 export const MAX_SNIPPET_CHARS = 300;
 
@@ -58,9 +59,18 @@ export class SearchIndex implements DerivedView {
     private readonly readNeed: ReadNeed,
     private readonly logger: Logger,
     private readonly orgId: string,
+    private readonly progressEvery: number,
   ) {}
 
-  static async open(args: { file: string; source: SearchSource; readNeed: ReadNeed; logger: Logger; orgId: string }): Promise<SearchIndex> {
+  static async open(args: {
+    file: string;
+    source: SearchSource;
+    readNeed: ReadNeed;
+    logger: Logger;
+    orgId: string;
+    /** A progress line every this many items while building (PROGRESS_EVERY unless given). */
+    progressEvery?: number;
+  }): Promise<SearchIndex> {
     const { file, logger, orgId } = args;
     let db = SearchDb.open(file, logger);
     if (!db.closedCleanly && !db.quickCheck()) {
@@ -69,7 +79,7 @@ export class SearchIndex implements DerivedView {
       SearchDb.remove(file);
       db = SearchDb.open(file, logger);
     }
-    const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId);
+    const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY);
     index.indexed = db.indexed();
     if (db.head !== args.source.headCommit || !db.closedCleanly) await index.catchUp();
     return index;
@@ -83,7 +93,8 @@ export class SearchIndex implements DerivedView {
     for (const entry of this.source.entries()) if (entry.record.deletedAt === null) live.set(entry.record.path, entry);
     const removed = [...this.indexed.keys()].filter((path) => !live.has(path));
     const stale = [...live.values()].filter((e) => this.indexed.get(e.record.path)?.blob !== e.blobOid);
-    const building = stale.length > PROGRESS_EVERY;
+    const every = this.progressEvery;
+    const building = stale.length > every;
     if (building) this.logger.info('search index: building', { org: this.orgId, items: stale.length, of: live.size });
     this.db.transaction(() => removed.forEach((path) => this.drop(path)));
     for (let i = 0; i < stale.length; i += CATCH_UP_CHUNK) {
@@ -91,7 +102,7 @@ export class SearchIndex implements DerivedView {
       const texts = await Promise.all(chunk.map((e) => this.textOf(e)));
       this.db.transaction(() => chunk.forEach((e, j) => this.write(e, texts[j] as string)));
       const done = i + chunk.length;
-      if (building && (Math.floor(done / PROGRESS_EVERY) > Math.floor(i / PROGRESS_EVERY) || done === stale.length)) {
+      if (building && (Math.floor(done / every) > Math.floor(i / every) || done === stale.length)) {
         this.logger.info('search index: building', { org: this.orgId, done, of: stale.length });
       }
     }

@@ -1,0 +1,204 @@
+import { writeFile, rm, stat } from 'node:fs/promises';
+import { expect } from 'chai';
+import sqlite from 'node-sqlite3-wasm';
+import { createLogger, silentLogger, type Logger } from '../../../src/common/log.js';
+import type { Actor } from '../../../src/domain/keys.js';
+import { setFolderRule } from '../../../src/domain/folders.js';
+import { deleteItem, putItem } from '../../../src/domain/items.js';
+import { STORE_RULES } from '../../../src/domain/integrity.js';
+import { readNeed, searchItems } from '../../../src/domain/search.js';
+import { OrgStore, SEARCH_FILE } from '../../../src/storage/repo/orgStore.js';
+import { SearchDb } from '../../../src/storage/search/searchDb.js';
+import { hostGit } from '../../support/git.js';
+import { fs } from '../../support/server.js';
+import { tmpDir } from '../../support/tmp.js';
+
+/**
+ * The search index's life beside the repository: reused after a clean stop, caught up with
+ * writes made while it was not kept, rebuilt when missing or unreadable (with progress in the
+ * log), and compared with the tree by `verify`.
+ */
+
+const ADMIN: Actor = { keyId: 'key_admin', keyName: 'admin', orgId: 'acme', role: 'admin' };
+const READER: Actor = { ...ADMIN, keyId: 'key_reader', keyName: 'reader', role: 'reader' };
+
+interface Logged {
+  msg: string;
+  level: string;
+  [k: string]: unknown;
+}
+
+describe('storage/search: the index beside the repository', function () {
+  this.timeout(60_000);
+
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let logged: Logged[];
+  let stores: OrgStore[];
+
+  const logger = (): Logger => createLogger({ level: 'debug', write: (line) => logged.push(JSON.parse(line) as Logged) });
+  /** A store as the server keeps it (`search` on) or as a process without the index (off). */
+  const open = (search = true, progressEvery?: number): OrgStore => {
+    const store = new OrgStore({ fs, dataDir: dir, logger: logger(), git: hostGit, owner: true, ...(search ? { search: { readNeed, progressEvery } } : {}) });
+    stores.push(store);
+    return store;
+  };
+  const repoOf = async (store: OrgStore) => {
+    const repo = await store.get('acme');
+    if (!repo) throw new Error('no organization acme');
+    return repo;
+  };
+  const put = async (store: OrgStore, path: string, content: string, requiredReadPermission?: string): Promise<void> => {
+    await putItem({ repo: await repoOf(store), actor: ADMIN, path, content, maxContentBytes: 1 << 20, ...(requiredReadPermission ? { requiredReadPermission } : {}) });
+  };
+  const found = async (store: OrgStore, q: string, actor = ADMIN): Promise<string[]> =>
+    (await searchItems({ repo: await repoOf(store), actor, q, limit: 100 })).results.map((r) => r.record.path).sort();
+  const file = (): string => `${dir}/orgs/acme.git/${SEARCH_FILE}`;
+
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tmpDir('ks-search'));
+    logged = [];
+    stores = [];
+    await open(false).create('acme', new Date('2026-01-01T00:00:00Z'));
+  });
+  afterEach(async () => {
+    for (const s of stores) await s.closeAll().catch(() => undefined);
+    await cleanup();
+  });
+
+  it('is reused after a clean stop: nothing rebuilt, everything found', async () => {
+    const first = open();
+    await put(first, 'a/one.md', 'apricot');
+    await put(first, 'a/two.md', 'blueberry');
+    await first.closeAll();
+    logged = [];
+    const second = open();
+    expect(await found(second, 'apricot')).to.deep.equal(['a/one.md']);
+    expect(logged.filter((l) => l.msg.startsWith('search index'))).to.deep.equal([]);
+  });
+
+  it('catches up with writes made while no index was kept (reads only what changed)', async () => {
+    const first = open();
+    await put(first, 'a/one.md', 'apricot');
+    await put(first, 'a/two.md', 'blueberry');
+    await put(first, 'vault/three.md', 'cherry');
+    await first.closeAll();
+    const without = open(false);
+    await put(without, 'a/one.md', 'damson');
+    await deleteItem({ repo: await repoOf(without), actor: ADMIN, path: 'a/two.md' });
+    await put(without, 'a/four.md', 'elderberry');
+    await setFolderRule({ repo: await repoOf(without), actor: ADMIN, folder: 'vault', requiredReadPermission: 'knowledge:admin' });
+    await without.closeAll();
+    logged = [];
+    const again = open();
+    expect(await found(again, 'apricot')).to.deep.equal([]);
+    expect(await found(again, 'damson')).to.deep.equal(['a/one.md']);
+    expect(await found(again, 'blueberry')).to.deep.equal([]);
+    expect(await found(again, 'elderberry')).to.deep.equal(['a/four.md']);
+    expect(await found(again, 'cherry', READER)).to.deep.equal([]);
+    expect(await found(again, 'cherry', ADMIN)).to.deep.equal(['vault/three.md']);
+    const caughtUp = logged.find((l) => l.msg === 'search index caught up');
+    expect(caughtUp).to.include({ written: 2, removed: 1, needs: 1 });
+    expect((await again.verify('acme', STORE_RULES)).problems).to.deep.equal([]);
+  });
+
+  it('is built again when its file is missing, with progress in the log', async () => {
+    const first = open();
+    for (let i = 0; i < 10; i++) await put(first, `b/i${i}.md`, `fig number${i}`);
+    await first.closeAll();
+    SearchDb.remove(file());
+    logged = [];
+    const again = open(true, 3);
+    expect(await found(again, 'fig')).to.have.lengthOf(10);
+    const progress = logged.filter((l) => l.msg === 'search index: building');
+    expect(progress[0]).to.include({ items: 10, of: 10 });
+    expect(progress.at(-1)).to.include({ done: 10, of: 10 });
+    expect(logged.find((l) => l.msg === 'search index caught up')).to.include({ written: 10, removed: 0 });
+  });
+
+  it('is started afresh when its file is not a database, and rebuilt', async () => {
+    const first = open();
+    await put(first, 'c/x.md', 'grape');
+    await first.closeAll();
+    await writeFile(file(), Buffer.alloc(8192, 0x5a));
+    logged = [];
+    const again = open();
+    expect(await found(again, 'grape')).to.deep.equal(['c/x.md']);
+    expect(logged.some((l) => l.msg === 'search index unreadable; starting it afresh' && l.level === 'warn')).to.equal(true);
+  });
+
+  it('is started afresh when it holds another format', async () => {
+    const first = open();
+    await put(first, 'c/x.md', 'grape');
+    await first.closeAll();
+    const db = new sqlite.Database(file());
+    db.run("UPDATE meta SET value = '0' WHERE key = 'format'");
+    db.close();
+    const again = open();
+    expect(await found(again, 'grape')).to.deep.equal(['c/x.md']);
+    expect(logged.some((l) => l.msg === 'search index unreadable; starting it afresh')).to.equal(true);
+  });
+
+  it('verify names every disagreement with the tree: a row missing, one too many, a stale content, a stale permission', async () => {
+    const first = open();
+    await put(first, 'd/a.md', 'honeydew');
+    await put(first, 'd/b.md', 'jackfruit');
+    await put(first, 'd/c.md', 'kumquat');
+    await first.closeAll();
+    const db = new sqlite.Database(file());
+    const id = (path: string): number => Number(db.get('SELECT id FROM items WHERE path = ?', [path])?.id);
+    db.run('DELETE FROM docs WHERE rowid = ?', [id('d/a.md')]);
+    db.run('DELETE FROM items WHERE path = ?', ['d/a.md']);
+    db.run('UPDATE items SET blob = ? WHERE path = ?', ['0'.repeat(40), 'd/b.md']);
+    db.run('UPDATE items SET need = 2 WHERE path = ?', ['d/c.md']);
+    db.run("INSERT INTO items (path, blob, need) VALUES ('d/ghost.md', ?, 0)", ['1'.repeat(40)]);
+    db.close();
+    // The file was closed cleanly at the branch's head, so the open trusts it: the damage is still there for verify.
+    const store = open();
+    const repo = await repoOf(store);
+    const problems = (await store.verify('acme', STORE_RULES)).problems;
+    expect(problems).to.include.members([
+      'search index: d/a.md is missing',
+      'search index: d/b.md holds an older content',
+      'search index: d/c.md has a stale read permission',
+      'search index: d/ghost.md is indexed but not a live item',
+    ]);
+    await repo.search?.catchUp();
+    expect((await store.verify('acme', STORE_RULES)).problems).to.deep.equal([]);
+  });
+
+  it('a query that fails does not break the next ones (SQLite statements are compiled afresh)', async () => {
+    const store = open();
+    await put(store, 'e/a.md', 'lime');
+    const repo = await repoOf(store);
+    const index = repo.search;
+    if (!index) throw new Error('no index');
+    // No included term is not valid FTS5: the domain never sends it, the storage layer must survive it anyway.
+    const failed = await index.search({ terms: { include: [], exclude: [{ text: 'lime', prefix: false }] }, needs: [0], limit: 5, offset: 0 }).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(failed, 'the bad query fails').to.be.an('error');
+    expect(await found(store, 'lime')).to.deep.equal(['e/a.md']);
+  });
+
+  it('leaves no lock behind, and a lock left by a crash does not block the next open', async () => {
+    const first = open();
+    await put(first, 'f/a.md', 'mango');
+    await first.closeAll();
+    await expectMissing(`${file()}.lock`);
+    await fs.mkdir(`${file()}.lock`);
+    const again = open();
+    await put(again, 'f/b.md', 'mango');
+    expect(await found(again, 'mango')).to.deep.equal(['f/a.md', 'f/b.md']);
+  });
+});
+
+async function expectMissing(path: string): Promise<void> {
+  const exists = await stat(path).then(
+    () => true,
+    () => false,
+  );
+  expect(exists, path).to.equal(false);
+  await rm(path, { force: true, recursive: true });
+}
