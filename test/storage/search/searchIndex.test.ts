@@ -1,7 +1,7 @@
 import { writeFile, rm, stat } from 'node:fs/promises';
 import { expect } from 'chai';
 import sqlite from 'node-sqlite3-wasm';
-import { createLogger, silentLogger, type Logger } from '../../../src/common/log.js';
+import { createLogger, type Logger } from '../../../src/common/log.js';
 import type { Actor } from '../../../src/domain/keys.js';
 import { setFolderRule } from '../../../src/domain/folders.js';
 import { deleteItem, putItem } from '../../../src/domain/items.js';
