@@ -1,13 +1,16 @@
 import { Command, Option } from 'commander';
 import { loadConfig, type ConfigOverrides } from '../app/config.js';
 import { startServer } from '../app/server.js';
-import { openAdminStore, type Store } from '../app/store.js';
+import { openAdminStore, openExclusiveStore, type Store } from '../app/store.js';
+import { isKnowledgeError } from '../common/errors.js';
 import { createLogger } from '../common/log.js';
 import { OrgNotFound } from '../domain/errors.js';
 import { STORE_RULES } from '../domain/integrity.js';
 import { createKey, listKeys, revokeKey } from '../domain/keys.js';
 import { importOrganization } from '../domain/orgImport.js';
 import { createOrganization, validateOrgId } from '../domain/orgs.js';
+import { isRole } from '../domain/permissions.js';
+import { searchItems } from '../domain/search.js';
 
 /**
  * `knowledge-store`: the server and the admin commands (see README, Configuration). Results
@@ -23,6 +26,23 @@ interface Common {
 function stores(opts: Common): Store & { serverPid(): Promise<number | null> } {
   const config = loadConfig(process.env, { dataDir: opts.dataDir, logLevel: 'warn' });
   return openAdminStore({ dataDir: config.dataDir, logger: createLogger({ level: 'warn' }) });
+}
+
+/**
+ * The data directory held by this command alone, with the search index open (building it if need
+ * be, progress on stderr); null while a server holds it (the index has one writer: the server).
+ */
+async function ownedStores(opts: Common): Promise<Store | null> {
+  const config = loadConfig(process.env, { dataDir: opts.dataDir, logLevel: 'warn' });
+  // Warnings, and the index's build progress (a first search of a large organization takes a while).
+  const shown = /"level":"(warn|error)"|"msg":"search index/;
+  const logger = createLogger({ level: 'info', write: (line) => void (shown.test(line) && process.stderr.write(line)) });
+  try {
+    return await openExclusiveStore({ dataDir: config.dataDir, logger });
+  } catch (err) {
+    if (isKnowledgeError(err) && err.code === 'DATA_DIR_IN_USE') return null;
+    throw err;
+  }
 }
 
 const print = (opts: Common, text: string, json: unknown): void => {
@@ -141,26 +161,61 @@ export function buildProgram(): Command {
 
   program
     .command('verify')
-    .description('check every repository: git fsck --strict, and that records and tree agree')
+    .description('check every repository: git fsck --strict, that records and tree agree, and (when no server runs) the search index')
     .option('--org <orgId>', 'only this organization')
     .addOption(dataDirOption())
     .addOption(jsonOption())
     .action(async (opts: Common & { org?: string }) => {
-      const { orgs } = stores(opts);
-      const ids = opts.org ? [validateOrgId(opts.org)] : await orgs.list();
-      const reports = [];
-      for (const orgId of ids) {
-        if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
-        if (!opts.json) process.stderr.write(`Checking ${orgId}...\n`);
-        reports.push(await orgs.verify(orgId, STORE_RULES));
+      // The search index is checked only by its one writer: this command, when no server holds the directory.
+      const owned = await ownedStores(opts);
+      const { orgs } = owned ?? stores(opts);
+      if (!owned && !opts.json) process.stderr.write('A server holds the data directory: its search index is not checked.\n');
+      try {
+        const ids = opts.org ? [validateOrgId(opts.org)] : await orgs.list();
+        const reports = [];
+        for (const orgId of ids) {
+          if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
+          if (!opts.json) process.stderr.write(`Checking ${orgId}...\n`);
+          reports.push(await orgs.verify(orgId, STORE_RULES));
+        }
+        const lines = reports.map((r) =>
+          r.problems.length === 0
+            ? `${r.orgId}: OK (${r.items} items, ${r.trashed} in trash, head ${r.head?.slice(0, 12) ?? 'none'}${r.search ? ', search index in step' : ''})`
+            : [`${r.orgId}: ${r.problems.length} problem(s)`, ...r.problems.map((p) => `  - ${p}`)].join('\n'),
+        );
+        print(opts, lines.join('\n') || 'No organizations.', reports);
+        if (reports.some((r) => r.problems.length > 0)) process.exitCode = 1;
+      } finally {
+        await owned?.close();
       }
-      const lines = reports.map((r) =>
-        r.problems.length === 0
-          ? `${r.orgId}: OK (${r.items} items, ${r.trashed} in trash, head ${r.head?.slice(0, 12) ?? 'none'})`
-          : [`${r.orgId}: ${r.problems.length} problem(s)`, ...r.problems.map((p) => `  - ${p}`)].join('\n'),
-      );
-      print(opts, lines.join('\n') || 'No organizations.', reports);
-      if (reports.some((r) => r.problems.length > 0)) process.exitCode = 1;
+    });
+
+  program
+    .command('search <q>')
+    .description('search an organization as a role would (only while no server runs: the server answers GET /api/v1/knowledge/search)')
+    .requiredOption('--org <orgId>', 'organization')
+    .option('--role <role>', 'search as this role sees: reader, writer or admin', 'admin')
+    .option('--prefix <folder/>', 'only items under this folder')
+    .option('--limit <n>', 'results, 1 to 100', '20')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (q: string, opts: Common & { org: string; role: string; prefix?: string; limit: string }) => {
+      if (!isRole(opts.role)) throw new Error(`--role must be reader, writer or admin (got "${opts.role}")`);
+      const orgId = validateOrgId(opts.org);
+      const store = await ownedStores(opts);
+      if (!store) {
+        throw new Error('a server holds the data directory and its search index; search through it: GET /api/v1/knowledge/search?q=...');
+      }
+      try {
+        const repo = await store.orgs.get(orgId);
+        if (!repo) throw new OrgNotFound({ orgId });
+        const actor = { keyId: 'cli', keyName: 'cli', orgId, role: opts.role };
+        const { results } = await searchItems({ repo, actor, q, prefix: opts.prefix, limit: Number(opts.limit) });
+        const text = results.map((r) => `${r.record.path}\t${r.score.toFixed(3)}\t${r.snippet.replace(/\s+/g, ' ')}`).join('\n');
+        print(opts, text || 'No items match.', results.map((r) => ({ path: r.record.path, score: r.score, snippet: r.snippet })));
+      } finally {
+        await store.close();
+      }
     });
 
   program
