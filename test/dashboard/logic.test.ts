@@ -2,11 +2,13 @@ import { expect } from 'chai';
 import { createTwoFilesPatch } from 'diff';
 import { effectiveRequirement } from '../../src/dashboard/client/access.js';
 import { diffHunks, diffStats, sideBySide } from '../../src/dashboard/client/diff.js';
+import { snippetParts } from '../../src/dashboard/client/snippet.js';
 import { buildTree, filterPaths } from '../../src/dashboard/client/tree.js';
 import { ancestorFolders } from '../../src/domain/paths.js';
+import { clip } from '../../src/storage/search/searchIndex.js';
 
 /** The dashboard's pure parts (no DOM), against what the server really sends. */
-describe('Dashboard logic: diff parsing, the folder tree, inherited requirements', () => {
+describe('Dashboard logic: diff parsing, the folder tree, inherited requirements, search snippets', () => {
   describe('diffHunks / sideBySide', () => {
     // The server's diff is createTwoFilesPatch from the same `diff` package (src/domain/history.ts).
     const patch = (a: string, b: string): string => createTwoFilesPatch('a/x.md', 'b/x.md', a, b, 'version 1', 'version 2');
@@ -92,6 +94,51 @@ describe('Dashboard logic: diff parsing, the folder tree, inherited requirements
         permission: 'knowledge:write',
         from: 'organization default',
       });
+    });
+  });
+
+  describe('snippetParts', () => {
+    const marked = (snippet: string): string[] => snippetParts(snippet).filter((p) => p.marked).map((p) => p.text);
+
+    it('splits a snippet into text and the matches the server marked, without the markers', () => {
+      expect(snippetParts('…simmer «tomatoes» with basil and «garlic» for…')).to.deep.equal([
+        { text: '…simmer ', marked: false },
+        { text: 'tomatoes', marked: true },
+        { text: ' with basil and ', marked: false },
+        { text: 'garlic', marked: true },
+        { text: ' for…', marked: false },
+      ]);
+      expect(snippetParts('«tomato sauce»')).to.deep.equal([{ text: 'tomato sauce', marked: true }]);
+      expect(snippetParts('no match in the content')).to.deep.equal([{ text: 'no match in the content', marked: false }]);
+      expect(snippetParts('')).to.deep.equal([]);
+    });
+
+    it('keeps the content\'s own « and » as text: only markers around a match count', () => {
+      // SQLite marks "tomato" in content that quotes it in guillemets already.
+      expect(snippetParts('he said ««tomato»» twice')).to.deep.equal([
+        { text: 'he said «', marked: false },
+        { text: 'tomato', marked: true },
+        { text: '» twice', marked: false },
+      ]);
+      expect(marked('a « b «basil» c » d')).to.deep.equal(['basil']);
+      expect(snippetParts('«» and » and «')).to.deep.equal([{ text: '«» and » and «', marked: false }]);
+    });
+
+    it('takes markup as text: a part is never HTML', () => {
+      expect(snippetParts('<img src=x onerror=alert(1)> «tomato»')).to.deep.equal([
+        { text: '<img src=x onerror=alert(1)> ', marked: false },
+        { text: 'tomato', marked: true },
+      ]);
+    });
+
+    it('still pairs the marks of a snippet the server clipped in the middle of a match', () => {
+      const long = `${'word '.repeat(58)}«tomatoes» and more`;
+      const clipped = clip(long);
+      expect(clipped.length).to.be.at.most(300);
+      const parts = snippetParts(clipped);
+      expect(parts.map((p) => p.text).join('')).to.not.match(/[«»]/);
+      expect(parts.at(-2)?.marked).to.equal(true);
+      expect(parts.at(-1)).to.deep.equal({ text: '…', marked: false });
     });
   });
 });

@@ -1,4 +1,4 @@
-import type { ApiKey, FolderRule, Item, TrashItem, Version } from './types.js';
+import type { ApiKey, FolderRule, Item, SearchPage, TrashItem, Version } from './types.js';
 
 /** A failed call: `status` 0 when the server could not be reached at all. */
 export class ApiError extends Error {
@@ -79,6 +79,15 @@ export class Api {
 
   deleteItem(path: string): Promise<unknown> {
     return this.call('DELETE', `/items/${encodePath(path)}`);
+  }
+
+  /** One page of full-text search results, best first; `prefix` is a folder ending in "/". */
+  search(q: string, options: { prefix?: string; cursor?: string; limit?: number } = {}): Promise<SearchPage> {
+    const query = new URLSearchParams({ q });
+    if (options.prefix) query.set('prefix', options.prefix);
+    if (options.limit !== undefined) query.set('limit', String(options.limit));
+    if (options.cursor) query.set('cursor', options.cursor);
+    return this.call<SearchPage>('GET', `/search?${query}`);
   }
 
   async history(path: string): Promise<Version[]> {

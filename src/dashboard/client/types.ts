@@ -35,3 +35,18 @@ export interface FolderRule {
   requiredWritePermission: string;
   updatedAt: string | null;
 }
+
+/** One answer of `GET /search`: the item without content, and its content around the best match. */
+export interface SearchResult {
+  path: string;
+  score: number;
+  /** At most 300 characters of content, each match wrapped in « and » (see snippet.ts). */
+  snippet: string;
+  item: Item;
+}
+
+export interface SearchPage {
+  results: SearchResult[];
+  /** The next page's cursor, null after the last. */
+  nextCursor: string | null;
+}

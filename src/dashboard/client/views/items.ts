@@ -5,11 +5,12 @@ import { empty, errorBox, h, loading, replace } from '../dom.js';
 import { buildTree, filterPaths, type TreeFolder } from '../tree.js';
 import type { Item } from '../types.js';
 import { itemDetail } from './item.js';
+import { itemSearch } from './search.js';
 
 /** Below this many items every folder starts open; above it, only those on the way to the open item. */
 const OPEN_ALL_BELOW = 200;
 
-/** Items: the folder tree with a path filter on the left, the open item on the right. */
+/** Items: the folder tree with a path filter (or the results of a search) on the left, the open item on the right. */
 export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>): View {
   let selected = initial.path;
   let paths: string[] | null = null;
@@ -21,19 +22,26 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
   const treeBox = h('div', { class: 'tree-box' });
   const detail = h('section', { class: 'detail-pane', 'aria-label': 'Open item' });
   const refresh = h('button', { type: 'button', class: 'secondary small', onclick: () => void loadTree() }, 'Refresh');
+  // While a search is on, its results take the tree's place; the tree keeps its state for when it ends.
+  const treePart = h('div', { class: 'tree-part' }, h('label', { for: 'item-filter' }, 'Filter by path'), filter, count, treeBox);
+  const search = itemSearch(ctx, { selected: () => selected, onToggle: (searching) => {
+      treePart.hidden = searching;
+    },
+  });
   const treePane = h(
     'section',
     { class: 'tree-pane', 'aria-labelledby': 'items-heading' },
     h('div', { class: 'pane-head' }, heading, refresh),
-    h('label', { for: 'item-filter' }, 'Filter by path'),
-    filter,
-    count,
-    treeBox,
+    search.form,
+    treePart,
+    search.results,
   );
   const layout = h('div', { class: 'items-layout' }, treePane, detail);
   filter.addEventListener('input', () => renderTree());
 
   async function loadTree(): Promise<void> {
+    // Items changed (or Refresh): results shown from before may name a moved or deleted item.
+    search.rerun();
     replace(treeBox, loading('Loading items…'));
     replace(count);
     try {
@@ -42,6 +50,7 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
       paths = items.map((i) => i.path);
       if (first && paths.length < OPEN_ALL_BELOW) for (const p of paths) ancestorFolders(p).forEach((f) => open.add(f));
       if (selected) ancestorFolders(selected).forEach((f) => open.add(f));
+      search.setFolders([...new Set(paths.flatMap(ancestorFolders))].sort());
       renderTree();
     } catch (err) {
       replace(treeBox, errorBox(describeError(err), () => void loadTree()));
@@ -92,7 +101,8 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
   }
 
   function showDetail(): void {
-    for (const a of treeBox.querySelectorAll<HTMLAnchorElement>('a[data-path]')) {
+    // The tree's links and the search results' alike.
+    for (const a of treePane.querySelectorAll<HTMLAnchorElement>('a[data-path]')) {
       if (a.dataset.path === selected) a.setAttribute('aria-current', 'page');
       else a.removeAttribute('aria-current');
     }
