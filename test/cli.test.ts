@@ -270,8 +270,59 @@ describe('cli (knowledge-store as a child process)', function () {
         body: { content: '# Guide\n' },
       });
       expect(put.status).to.equal(200);
+      const run = await cli(['verify', '--org', 'acme', '--data-dir', D]);
+      expect(run.code, run.stderr).to.equal(0);
+      expect(run.stdout).to.match(/^acme: OK \(1 items, 0 in trash, head [0-9a-f]{12}\)$/m);
+      expect(run.stderr).to.include('A server holds the data directory: its search index is not checked.');
+    });
+
+    it('search refuses while the server holds the index, and points at its API', async () => {
+      await fails(['search', 'guide', '--org', 'acme', '--data-dir', D], /a server holds the data directory and its search index; search through it: GET \/api\/v1\/knowledge\/search/);
+    });
+  });
+
+  describe('search (no server running)', () => {
+    before(async () => {
+      const server = await startTestServer({ dataDir: D });
+      try {
+        const key = onlyKey(acmeKey.stdout);
+        for (const [path, content, requiredReadPermission] of [
+          ['recipes/soup.md', 'Leek and potato soup', 'inherit'],
+          ['recipes/salad.md', 'Potato salad with dill', 'inherit'],
+          ['board/budget.md', 'Potato budget for the canteen', 'knowledge:admin'],
+        ]) {
+          const res = await api(`${server.url}/api/v1/knowledge/items/${path}`, { method: 'PUT', key, body: { content, requiredReadPermission } });
+          expect(res.status, JSON.stringify(res.body)).to.be.oneOf([200, 201]);
+        }
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('prints path, score and snippet per line, best first, as admin by default', async () => {
+      const lines = (await ok(['search', 'potato', '--org', 'acme', '--data-dir', D])).trimEnd().split('\n');
+      expect(lines.map((l) => l.split('\t')[0]).sort()).to.deep.equal(['board/budget.md', 'recipes/salad.md', 'recipes/soup.md']);
+      for (const line of lines) expect(line).to.match(/^\S+\t\d+\.\d{3}\t.*«[Pp]otato».*$/);
+    });
+
+    it('--role reader sees what a reader may read; --prefix keeps to a folder; --json', async () => {
+      const asReader = JSON.parse(await ok(['search', 'potato', '--org', 'acme', '--role', 'reader', '--data-dir', D, '--json'])) as Array<{ path: string; snippet: string }>;
+      expect(asReader.map((r) => r.path).sort()).to.deep.equal(['recipes/salad.md', 'recipes/soup.md']);
+      const inBoard = JSON.parse(await ok(['search', 'potato', '--org', 'acme', '--prefix', 'board/', '--data-dir', D, '--json'])) as Array<{ path: string }>;
+      expect(inBoard.map((r) => r.path)).to.deep.equal(['board/budget.md']);
+      expect(await ok(['search', 'turnip', '--org', 'acme', '--data-dir', D])).to.equal('No items match.\n');
+    });
+
+    it('refuses bad input with the same messages as the API, and an unknown role or organization', async () => {
+      await fails(['search', '"potato', '--org', 'acme', '--data-dir', D], /unclosed quote/);
+      await fails(['search', 'potato', '--org', 'acme', '--role', 'owner', '--data-dir', D], /--role must be reader, writer or admin/);
+      await fails(['search', 'potato', '--org', 'acme', '--limit', '0', '--data-dir', D], /limit must be 1 to 100/);
+      await fails(['search', 'potato', '--org', 'nobody', '--data-dir', D], /nobody/);
+    });
+
+    it('verify checks the search index when no server runs', async () => {
       const out = await ok(['verify', '--org', 'acme', '--data-dir', D]);
-      expect(out).to.match(/^acme: OK \(1 items, 0 in trash, head [0-9a-f]{12}\)$/m);
+      expect(out).to.match(/^acme: OK \(\d+ items, 0 in trash, head [0-9a-f]{12}, search index in step\)$/m);
     });
   });
 
