@@ -271,6 +271,20 @@ async function checkAgainstModel(
   if (trashRes.status !== 200) throw new Error(`trash answered ${trashRes.status}`);
   const inTrash = new Map(trashBody.data.items.filter((i) => i.path.startsWith(PREFIX)).map((i) => [i.path, i]));
 
+  // The search index survived the kill too: every live item is found (all their paths hold the word "kill"), nothing else.
+  const found = new Set<string>();
+  let searchCursor: string | null = null;
+  do {
+    const query = new URLSearchParams({ q: PREFIX.split('/')[0] as string, prefix: PREFIX, limit: '100', ...(searchCursor ? { cursor: searchCursor } : {}) });
+    const res = await fetch(`${url}/api/v1/knowledge/search?${query}`, { headers });
+    const body = (await res.json()) as { data: { results: Array<{ path: string }>; nextCursor: string | null } };
+    if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(body)}`);
+    for (const r of body.data.results) found.add(r.path);
+    searchCursor = body.data.nextCursor;
+  } while (searchCursor);
+  for (const path of listed.keys()) if (!found.has(path)) problems.push(`${path}: listed but not found by search after the restart`);
+  for (const path of found) if (!listed.has(path)) problems.push(`${path}: found by search but not listed`);
+
   for (const path of listed.keys()) if (!model.has(path)) problems.push(`${path}: listed by the API but never written`);
   for (const path of inTrash.keys()) if (!model.has(path)) problems.push(`${path}: in the trash but never written`);
 
