@@ -54,6 +54,12 @@ describe('storage/search: the index beside the repository', function () {
   const found = async (store: OrgStore, q: string, actor = ADMIN): Promise<string[]> =>
     (await searchItems({ repo: await repoOf(store), actor, q, limit: 100 })).results.map((r) => r.record.path).sort();
   const file = (): string => `${dir}/orgs/acme.git/${SEARCH_FILE}`;
+  /** The index file opened directly, as the store opens it (a WAL file opens only under exclusive locking). */
+  const rawDb = (): InstanceType<typeof sqlite.Database> => {
+    const db = new sqlite.Database(file());
+    db.exec('PRAGMA locking_mode = EXCLUSIVE');
+    return db;
+  };
 
   beforeEach(async () => {
     ({ dir, cleanup } = await tmpDir('ks-search'));
@@ -131,7 +137,7 @@ describe('storage/search: the index beside the repository', function () {
     const first = open();
     await put(first, 'c/x.md', 'grape');
     await first.closeAll();
-    const db = new sqlite.Database(file());
+    const db = rawDb();
     db.run("UPDATE meta SET value = '0' WHERE key = 'format'");
     db.close();
     const again = open();
@@ -145,7 +151,7 @@ describe('storage/search: the index beside the repository', function () {
     await put(first, 'd/b.md', 'jackfruit');
     await put(first, 'd/c.md', 'kumquat');
     await first.closeAll();
-    const db = new sqlite.Database(file());
+    const db = rawDb();
     const id = (path: string): number => Number(db.get('SELECT id FROM items WHERE path = ?', [path])?.id);
     db.run('DELETE FROM docs WHERE rowid = ?', [id('d/a.md')]);
     db.run('DELETE FROM items WHERE path = ?', ['d/a.md']);
