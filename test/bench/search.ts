@@ -1,5 +1,6 @@
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { SEARCH_FILE } from '../../src/storage/repo/orgStore.js';
 import { benchQueries, type SearchQuery } from './corpus.js';
@@ -35,6 +36,10 @@ const API = '/api/v1/knowledge';
 export const SEARCH_LIMIT = 10;
 const ON = { KNOWLEDGE_SEARCH: 'on' };
 const OFF = { KNOWLEDGE_SEARCH: 'off' };
+/** For the servers whose memory is compared: a full GC on SIGUSR2 (gcOnSignal.cjs). */
+const GC_ON_SIGNAL = {
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc --require "${fileURLToPath(new URL('./gcOnSignal.cjs', import.meta.url))}"`.trim(),
+};
 /** GETs of items in the warm-up, before memory is read (as many with search on and off). */
 const WARMUP_GETS = 1_000;
 
@@ -66,10 +71,11 @@ export interface ColdBuild {
   openedMs: number;
   /** First requests cut off by the server's request timeout while the organization opened. */
   retries: number;
-  rssMiB: number;
+  memory: Memory;
 }
 
-export type Memory = { rssMiB: number; hwmMiB: number };
+/** VmRSS after the warm-up, and again after a full garbage collection; VmHWM. */
+export type Memory = { rssMiB: number; afterGcMiB: number; hwmMiB: number };
 
 export interface Latency {
   timed: Stats;
@@ -149,8 +155,11 @@ async function warmUp(ctx: SearchContext, url: string, queries: SearchQuery[], o
 
 async function memory(pid: number): Promise<Memory> {
   const m = await memoryOf(pid);
-  if (!m) throw new Error(`no /proc/${pid}/status`);
-  return m;
+  process.kill(pid, 'SIGUSR2');
+  await new Promise((r) => setTimeout(r, 2_000));
+  const gc = await memoryOf(pid);
+  if (!m || !gc) throw new Error(`no /proc/${pid}/status`);
+  return { rssMiB: m.rssMiB, afterGcMiB: gc.rssMiB, hwmMiB: gc.hwmMiB };
 }
 
 const field = (e: LogEntry | undefined, name: string): number => Number(e?.[name] ?? NaN);
@@ -164,7 +173,7 @@ export async function runSearchPhase(ctx: SearchContext): Promise<SearchResults>
   await rm(indexFile, { force: true }); // never there (the fixture was never served): a build from nothing
   const label = `search, ${docs.items} items`;
   out.cold = await ctx.phase(`  ${label}: cold index build`, async () => {
-    const served = await start(ctx, { dataDir, env: ON, key: docs.key, probe: searchPath(q.timed[0]?.q ?? 'x') });
+    const served = await start(ctx, { dataDir, env: { ...ON, ...GC_ON_SIGNAL }, key: docs.key, probe: searchPath(q.timed[0]?.q ?? 'x') });
     try {
       const firstSearchMs = performance.now() - served.spawnedAt;
       const log = serverLog(served.output());
@@ -178,7 +187,7 @@ export async function runSearchPhase(ctx: SearchContext): Promise<SearchResults>
         progress: building.map((e) => (e.done === undefined ? `start ${String(e.items)} of ${String(e.of)}` : `${String(e.done)}/${String(e.of)}`)),
         openedMs: field(log.find((e) => e.msg === 'organization opened'), 'ms'),
         retries: served.retries,
-        rssMiB: (await memory(served.pid)).rssMiB,
+        memory: await memory(served.pid),
       };
       progress(`  cold index build: ${(cold.indexMs / 1000).toFixed(1)} s by the log, first search after ${(firstSearchMs / 1000).toFixed(1)} s; progress: ${cold.progress.join(', ')}`);
       return cold;
@@ -187,7 +196,7 @@ export async function runSearchPhase(ctx: SearchContext): Promise<SearchResults>
     }
   });
   await ctx.phase(`  ${label}: memory, latency, throughput`, async () => {
-    const on = await start(ctx, { dataDir, env: ON, key: docs.key, probe: searchPath(q.warmup[0]?.q ?? 'x') });
+    const on = await start(ctx, { dataDir, env: { ...ON, ...GC_ON_SIGNAL }, key: docs.key, probe: searchPath(q.warmup[0]?.q ?? 'x') });
     let rssOn: Memory;
     let rssAfterQueries: Memory;
     try {
@@ -236,11 +245,12 @@ export async function runSearchPhase(ctx: SearchContext): Promise<SearchResults>
     } finally {
       await stop(ctx, on, `${label} (search on)`);
     }
-    const off = await start(ctx, { dataDir, env: OFF, key: docs.key, probe: `${API}/items/${itemPath(0)}` });
+    const off = await start(ctx, { dataDir, env: { ...OFF, ...GC_ON_SIGNAL }, key: docs.key, probe: `${API}/items/${itemPath(0)}` });
     try {
       await warmUp(ctx, off.url, q.warmup, false);
       out.memory = { on: rssOn, off: await memory(off.pid), onAfterQueries: rssAfterQueries, indexMiB: (await stat(indexFile)).size / 1048576 };
-      progress(`  VmRSS search on ${out.memory.on.rssMiB.toFixed(0)} MiB, off ${out.memory.off.rssMiB.toFixed(0)} MiB; index file ${out.memory.indexMiB.toFixed(1)} MiB`);
+      const { on: m1, off: m0 } = out.memory;
+      progress(`  VmRSS search on ${m1.rssMiB.toFixed(0)} MiB (${m1.afterGcMiB.toFixed(0)} after a full GC), off ${m0.rssMiB.toFixed(0)} MiB (${m0.afterGcMiB.toFixed(0)}); index file ${out.memory.indexMiB.toFixed(1)} MiB`);
     } finally {
       await stop(ctx, off, `${label} (search off)`);
     }

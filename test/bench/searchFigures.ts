@@ -104,19 +104,21 @@ export function searchFigures(
   const memLabel = `memory at ${fmt(args.items)} items, search index open`;
   const m = r.memory;
   if (m) {
-    const addedMiB = m.on.rssMiB - m.off.rssMiB;
+    const addedMiB = m.on.afterGcMiB - m.off.afterGcMiB;
     const addedMB = addedMiB * 1.048576;
+    const text = (x: typeof m.on): string => `VmRSS ${fmt(x.afterGcMiB)} MiB after a full GC (${fmt(x.rssMiB)} before it; VmHWM ${fmt(x.hwmMiB)})`;
     figures.push({
       figure: memLabel,
-      ours: `search on: VmRSS ${fmt(m.on.rssMiB)} MiB (VmHWM ${fmt(m.on.hwmMiB)}); the index adds ${fmt(addedMiB)} MiB = ${fmt(addedMB)} MB (file ${fmt(m.indexMiB, 1)} MiB on disk)`,
-      anchor: `search off: VmRSS ${fmt(m.off.rssMiB)} MiB (VmHWM ${fmt(m.off.hwmMiB)})`,
-      ratio: m.on.rssMiB / m.off.rssMiB,
+      ours: `search on: ${text(m.on)}; the index adds ${fmt(addedMiB)} MiB = ${fmt(addedMB)} MB (its file: ${fmt(m.indexMiB, 1)} MiB on disk)`,
+      anchor: `search off: ${text(m.off)}`,
+      ratio: m.on.afterGcMiB / m.off.afterGcMiB,
       target: 'the index adds < 100 MB',
       pass: addedMB < 100,
       note:
-        `a restart on the same data directory each, read after the same warm-up (${fmt(1000)} GETs of items, 100 searches: 404 with search off); MB = 10^6 bytes; ` +
-        `with search on, after 600 more queries: VmRSS ${fmt(m.onAfterQueries.rssMiB)} MiB` +
-        (r.cold ? `; right after building the index itself the server had VmRSS ${fmt(r.cold.rssMiB)} MiB` : ''),
+        `a restart on the same data directory each, read after the same warm-up (${fmt(1000)} GETs of items, 100 searches: 404 with search off), ` +
+        `then again after a full GC (SIGUSR2 to a preloaded handler): judged on that, since the garbage a start leaves is collected only once the server allocates enough; MB = 10^6 bytes; ` +
+        `with search on, after 600 more queries: VmRSS ${fmt(m.onAfterQueries.afterGcMiB)} MiB after a GC` +
+        (r.cold ? `; the server that built the index: ${text(r.cold.memory)}` : ''),
     });
   } else figures.push(missing(memLabel, 'the index adds < 100 MB'));
 
@@ -131,7 +133,8 @@ export function searchFigures(
       anchor: '–',
       ratio: null,
       target: '< 60 s, with progress',
-      pass: c.indexMs < 60_000 && steps.length > 0,
+      // Judged from spawn to the first search answered: the index's own time, and the organization's open around it.
+      pass: c.firstSearchMs < 60_000 && c.indexMs < 60_000 && steps.length > 0,
       note:
         `the organization opened in ${fmt(c.openedMs / 1000, 1)} s by its log, deriving its repository caches too (a fixture never served); progress logged: ${c.progress.join(', ') || 'none'}` +
         (c.retries > 0 ? `; the first request was cut off ${c.retries} time(s) by the server's 60 s request timeout and sent again` : ''),
