@@ -14,7 +14,11 @@
  * of this file and of the record and message formats; a pristine copy is never
  * served: `copyFixture` gives each run its own data directory.
  *
- * Standalone: `npx tsx test/bench/fixtures.ts <items> [--hot <versions>] [--verify] [--force]`
+ * With `contentBytes`, items hold ~that many bytes of markdown-like text from a
+ * Zipf vocabulary (corpus.ts), for the search phase, and the fixture records how
+ * many items each of the bench's search queries matches; a separate cache entry.
+ *
+ * Standalone: `npx tsx test/bench/fixtures.ts <items> [--hot <versions>] [--docs <bytes>] [--verify] [--force]`
  * builds (or finds) one and, with --verify, runs `knowledge-store verify` on it.
  */
 import { spawn } from 'node:child_process';
@@ -28,6 +32,7 @@ import { serializeRecord, LAYOUT, type ItemRecord } from '../../src/storage/repo
 import { CLI, ROOT, runCli } from '../support/child.js';
 import { textRecord } from '../support/records.js';
 import { commitCount, git } from '../support/git.js';
+import { countedCorpus } from './corpus.js';
 import { loadSettings, progress } from './settings.js';
 
 /** Bump when the generated repository changes shape (paths, contents, authorship). */
@@ -54,6 +59,10 @@ export interface Fixture {
   generatedMs: number | null;
   /** Repository size on disk, bytes (packs). */
   repoBytes: number;
+  /** Size of the corpus items (docContent), or null for the ~200-byte itemContent. */
+  contentBytes: number | null;
+  /** For a corpus fixture: items matched by each of benchQueries(), by query text. */
+  hits: Record<string, number>;
 }
 
 interface Meta {
@@ -65,6 +74,8 @@ interface Meta {
   keyId: string;
   repoBytes: number;
   buildMs: number;
+  contentBytes?: number | null;
+  hits?: Record<string, number>;
 }
 
 /** `bench/f000/item-0000.md` …: at most PER_FOLDER items per folder, the same fan-out at every size. */
@@ -87,9 +98,11 @@ function uuidOf(seed: string): string {
 
 const iso = (seconds: number): string => new Date(seconds * 1000).toISOString();
 
-async function formatHash(): Promise<string> {
+async function formatHash(corpus: boolean): Promise<string> {
   const h = createHash('sha256').update(String(FORMAT_VERSION));
-  for (const file of [fileURLToPath(import.meta.url), join(ROOT, 'src/storage/repo/itemRecord.ts'), join(ROOT, 'src/storage/repo/commitMessage.ts')]) {
+  const files = [fileURLToPath(import.meta.url), join(ROOT, 'src/storage/repo/itemRecord.ts'), join(ROOT, 'src/storage/repo/commitMessage.ts')];
+  if (corpus) files.push(fileURLToPath(new URL('./corpus.ts', import.meta.url)));
+  for (const file of files) {
     h.update(await readFile(file));
   }
   return h.digest('hex').slice(0, 10);
@@ -102,21 +115,25 @@ export async function ensureFixture(args: {
   cacheDir?: string;
   verify?: boolean;
   force?: boolean;
+  /** Items of ~this many bytes of corpus text (docContent) instead of ~200 bytes. */
+  contentBytes?: number;
 }): Promise<Fixture> {
   const hotVersions = args.hotVersions ?? 0;
+  const contentBytes = args.contentBytes ?? null;
   const cacheDir = args.cacheDir ?? join(loadSettings().outDir, 'fixtures');
-  const name = `items-${args.items}-hot-${hotVersions}-${await formatHash()}`;
+  const kind = `items-${args.items}-hot-${hotVersions}${contentBytes === null ? '' : `-docs${contentBytes}`}`;
+  const name = `${kind}-${await formatHash(contentBytes !== null)}`;
   const dir = join(cacheDir, name);
   let generatedMs: number | null = null;
   // Fixtures of the same sizes in an older format are of no more use (the 50,000-item one is ~80 MiB).
-  const stale = (await readdir(cacheDir).catch(() => [] as string[])).filter((n) => n.startsWith(`items-${args.items}-hot-${hotVersions}-`) && n !== name);
+  const stale = (await readdir(cacheDir).catch(() => [] as string[])).filter((n) => n !== name && new RegExp(`^${kind}-[0-9a-f]{10}$`).test(n));
   for (const old of stale) await rm(join(cacheDir, old), { recursive: true, force: true });
   if (args.force) await rm(dir, { recursive: true, force: true });
   let meta = await readMeta(dir);
   if (!meta) {
     const t = performance.now();
     progress(`fixture ${name}: generating ${args.items} items${hotVersions ? ` + ${HOT_PATH} with ${hotVersions} versions` : ''}`);
-    await build({ dir, items: args.items, hotVersions });
+    await build({ dir, items: args.items, hotVersions, contentBytes });
     generatedMs = performance.now() - t;
     meta = (await readMeta(dir)) as Meta;
     progress(`fixture ${name}: ${meta.commits} commits in ${(generatedMs / 1000).toFixed(1)} s (${(meta.repoBytes / 1048576).toFixed(1)} MiB)`);
@@ -134,6 +151,8 @@ export async function ensureFixture(args: {
     commits: meta.commits,
     generatedMs,
     repoBytes: meta.repoBytes,
+    contentBytes: meta.contentBytes ?? null,
+    hits: meta.hits ?? {},
   };
   if (args.verify) await verifyFixture(fixture);
   return fixture;
@@ -149,7 +168,7 @@ async function readMeta(dir: string): Promise<Meta | null> {
 }
 
 /** Builds in a temporary directory beside the cache entry, then renames it in: a killed run leaves no half fixture. */
-async function build(args: { dir: string; items: number; hotVersions: number }): Promise<void> {
+async function build(args: { dir: string; items: number; hotVersions: number; contentBytes: number | null }): Promise<void> {
   const tmp = `${args.dir}.building-${randomBytes(4).toString('hex')}`;
   await rm(args.dir, { recursive: true, force: true });
   await mkdir(tmp, { recursive: true });
@@ -160,12 +179,15 @@ async function build(args: { dir: string; items: number; hotVersions: number }):
     const { key, keyId } = JSON.parse(created.stdout) as { key: string; keyId: string };
     const gitdir = join(dataDir, 'orgs', `${ORG_ID}.git`);
     const base = (await git(['rev-parse', 'refs/heads/main'], { gitdir })).trim();
-    await fastImport(gitdir, commitStream({ base, items: args.items, hotVersions: args.hotVersions, keyId }));
+    const corpus = args.contentBytes === null ? undefined : countedCorpus(args.contentBytes);
+    const content = corpus ? corpus.content : (i: number): string => itemContent(i);
+    await fastImport(gitdir, commitStream({ base, items: args.items, hotVersions: args.hotVersions, keyId, content }));
     const commits = await commitCount(gitdir);
     const expected = 1 + args.items + args.hotVersions;
     if (commits !== expected) throw new Error(`fixture has ${commits} commits on main, expected ${expected}`);
     const repoBytes = await packBytes(gitdir);
     const meta: Meta = { formatVersion: FORMAT_VERSION, items: args.items, hotVersions: args.hotVersions, commits, key, keyId, repoBytes, buildMs: 0 };
+    if (corpus) Object.assign(meta, { contentBytes: args.contentBytes, hits: corpus.hits() });
     await writeFile(join(tmp, 'meta.json'), `${JSON.stringify(meta, null, 2)}\n`);
     await rename(tmp, args.dir);
   } catch (err) {
@@ -181,7 +203,7 @@ async function packBytes(gitdir: string): Promise<number> {
 }
 
 /** The commits, as a `git fast-import` stream, in chunks of a few hundred commits. */
-function* commitStream(args: { base: string; items: number; hotVersions: number; keyId: string }): Generator<string> {
+function* commitStream(args: { base: string; items: number; hotVersions: number; keyId: string; content: (i: number) => string }): Generator<string> {
   const author = `admin <${args.keyId}>`;
   let first = true;
   let chunk: string[] = [];
@@ -208,7 +230,7 @@ function* commitStream(args: { base: string; items: number; hotVersions: number;
   for (let i = 0; i < args.items; i++) {
     const at = EPOCH_S + i + 1;
     const path = itemPath(i);
-    commit(path, record(i, path, at, at), itemContent(i), 'create', at);
+    commit(path, record(i, path, at, at), args.content(i), 'create', at);
     if (chunk.length >= 5_000) {
       yield chunk.join('');
       chunk = [];
@@ -291,11 +313,14 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const argv = process.argv.slice(2);
   const flag = (name: string): boolean => argv.includes(name);
   const hotAt = argv.indexOf('--hot');
-  const items = Number(argv.find((a, i) => /^\d+$/.test(a) && i !== hotAt + 1) ?? 100);
+  const docsAt = argv.indexOf('--docs');
+  const valueAt = (i: number): boolean => (hotAt !== -1 && i === hotAt + 1) || (docsAt !== -1 && i === docsAt + 1);
+  const items = Number(argv.find((a, i) => /^\d+$/.test(a) && !valueAt(i)) ?? 100);
   const hotVersions = hotAt === -1 ? 0 : Number(argv[hotAt + 1]);
+  const contentBytes = docsAt === -1 ? undefined : Number(argv[docsAt + 1]);
   await stat(CLI).catch(() => {
     throw new Error(`${CLI} is missing: run npm run build first`);
   });
-  const fixture = await ensureFixture({ items, hotVersions, verify: flag('--verify'), force: flag('--force') });
-  console.log(JSON.stringify({ ...fixture, key: '(in meta.json)' }, null, 2));
+  const fixture = await ensureFixture({ items, hotVersions, contentBytes, verify: flag('--verify'), force: flag('--force') });
+  console.log(JSON.stringify({ ...fixture, key: '(in meta.json)', hits: `${Object.keys(fixture.hits).length} queries` }, null, 2));
 }

@@ -29,8 +29,8 @@ export interface Startup {
   opened?: LogEntry;
 }
 
-export async function startAndProbe(args: { dataDir: string; pinning: Pinning; key: string; probePath?: string }): Promise<Startup> {
-  const served = await startOurServer({ dataDir: args.dataDir, pinning: args.pinning });
+export async function startAndProbe(args: { dataDir: string; pinning: Pinning; key: string; probePath?: string; env?: Record<string, string> }): Promise<Startup> {
+  const served = await startOurServer({ dataDir: args.dataDir, pinning: args.pinning, env: args.env });
   const probe = `${served.url}${API}/items/${args.probePath ?? itemPath(0)}`;
   const t = performance.now();
   const first = await timedGet(probe, args.key);

@@ -30,12 +30,13 @@ export const SERVER_ENV: Record<string, string> = {
   KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES: '0',
 };
 
-export function startOurServer(args: { dataDir: string; pinning: Pinning }): Promise<Served> {
+/** `env`: settings on top of SERVER_ENV (KNOWLEDGE_SEARCH for the search phase). */
+export function startOurServer(args: { dataDir: string; pinning: Pinning; env?: Record<string, string> }): Promise<Served> {
   const { cmd, args: argv } = onServerCpu(args.pinning, process.execPath, [CLI, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', args.dataDir]);
   return startListening({
     cmd,
     argv,
-    env: { ...SERVER_ENV, KNOWLEDGE_DATA_DIR: '', PORT: '', HOST: '' },
+    env: { ...SERVER_ENV, KNOWLEDGE_DATA_DIR: '', PORT: '', HOST: '', ...args.env },
     listening: /Knowledge store listening on (http:\/\/\S+) \(data: /,
     what: 'knowledge-store serve',
   });

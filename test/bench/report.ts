@@ -29,6 +29,15 @@ export interface BenchReport {
   problems: string[];
 }
 
+export const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a');
+export const ms = (n: number): string => `${fmt(n, n < 10 ? 2 : 1)} ms`;
+export const rounds = (values: number[], digits = 0): string => `rounds: ${values.map((v) => fmt(v, digits)).join(', ')}`;
+
+/** The best of a figure's rounds: the one least disturbed by anything else on the machine. */
+export function best<T>(runs: T[], score: (r: T) => number): T | undefined {
+  return runs.reduce<T | undefined>((b, r) => (b === undefined || score(r) > score(b) ? r : b), undefined);
+}
+
 const fmtRatio = (r: number | null): string => (r === null || !Number.isFinite(r) ? '–' : `${r.toFixed(2)}×`);
 const verdict = (p: boolean | null): string => (p === null ? '–' : p ? 'pass' : '**FAIL**');
 const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');

@@ -9,7 +9,9 @@
  * item; (b) native git plumbing committing one file per commit, durably, in a
  * copy of the same fixture; (c) the naive isomorphic-git working-tree loop.
  * Ours: GET item, lists, durable PUTs with 1 and 16 writers and at three sizes,
- * history of a 1,000-version item, startup time and memory at 50,000 items.
+ * history of a 1,000-version item, startup time and memory at 50,000 items;
+ * then search (search.ts): query latency and throughput, cold index build and the
+ * index's memory at 50,000 items of ~2 KB, and PUTs with search on against off.
  *
  * BENCH_QUICK=1 for a smoke run with small sizes; BENCH_DURATION=<seconds> per
  * load run; BENCH_VERIFY=1 to run `knowledge-store verify` on cached fixtures too.
@@ -23,7 +25,9 @@ import { describeLoad, runLoad, type LoadResult } from './load.js';
 import { describeMachine, loadAverage, memoryOf, neighbourMeter, setupPinning } from './machine.js';
 import { measureGet, measureHistory, measureList, measurePut, serverComplaints, startAndProbe, stopServer, type ListFigure, type PutRun, type Startup } from './ours.js';
 import { SERVER_ENV, startBareKoa, type Served } from './processes.js';
-import { renderMarkdown, writeReport, type BenchReport, type Figure } from './report.js';
+import { best, fmt, ms, renderMarkdown, rounds, writeReport, type BenchReport, type Figure } from './report.js';
+import { runSearchPhase, type SearchResults } from './search.js';
+import { searchFigures } from './searchFigures.js';
 import { loadSettings, progress } from './settings.js';
 
 const settings = loadSettings();
@@ -38,14 +42,6 @@ const GET_CONNECTIONS = 32;
 const WRITERS = 16;
 /** Load runs per figure; contender and anchor alternate, and the best round of each is compared. */
 const ROUNDS = 2;
-
-const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a');
-const ms = (n: number): string => `${fmt(n, n < 10 ? 2 : 1)} ms`;
-
-function best<T>(runs: T[], score: (r: T) => number): T | undefined {
-  return runs.reduce<T | undefined>((b, r) => (b === undefined || score(r) > score(b) ? r : b), undefined);
-}
-const rounds = (values: number[], digits = 0): string => `rounds: ${values.map((v) => fmt(v, digits)).join(', ')}`;
 
 /** Runs one phase; a phase that throws is reported, and the run goes on with the next. */
 async function phase<T>(name: string, fn: () => Promise<T>): Promise<T | undefined> {
@@ -121,8 +117,8 @@ const fixtureRows: Array<Record<string, unknown>> = [];
 try {
   // ---- fixtures ----
   const sizes = settings.sizes;
-  const fixtureOf = async (items: number, hotVersions: number): Promise<Fixture> => {
-    const f = await ensureFixture({ items, hotVersions, cacheDir: join(settings.outDir, 'fixtures') });
+  const fixtureOf = async (items: number, hotVersions: number, contentBytes?: number): Promise<Fixture> => {
+    const f = await ensureFixture({ items, hotVersions, contentBytes, cacheDir: join(settings.outDir, 'fixtures') });
     // A freshly built fixture is always checked by the store's own `verify`; a cached one was checked when built.
     const verified = f.generatedMs !== null || settings.verifyAll ? await verifyFixture(f) : undefined;
     fixtureRows.push({
@@ -138,6 +134,7 @@ try {
   const small = await fixtureOf(sizes.small, 0);
   const medium = await fixtureOf(sizes.medium, 0);
   const large = await fixtureOf(sizes.large, settings.hotVersions);
+  const docs = await fixtureOf(sizes.search, 0, settings.searchItemBytes);
   raw.fixtures = fixtureRows;
 
   // ---- anchor (c): naive isomorphic-git (its own phase: nothing of ours runs beside it) ----
@@ -275,6 +272,13 @@ try {
   raw.startups = startups;
   raw.history = history;
   raw.putAt = putAt;
+
+  // ---- search: its own fixture of ~2 KB items; PUTs with search on and off on the medium one ----
+  let searched: SearchResults = {};
+  await phase(`search, ${docs.items} items of ~${settings.searchItemBytes} bytes; PUT with search on and off`, async () => {
+    searched = await runSearchPhase({ docs, putFixture: medium, settings, pinning, workDir, runTag, rounds: ROUNDS, connections: GET_CONNECTIONS, writers: WRITERS, running, problems, phase });
+  });
+  raw.search = searched;
 
   // ---- the table: each figure is the best of its rounds (the least disturbed by anything else on the machine) ----
   const na = 'not measured (phase failed)';
@@ -434,6 +438,9 @@ try {
         }
       : { figure: `history, ${settings.hotVersions} versions`, ours: na, anchor: '–', ratio: null, target: '< 50 ms', pass: false },
   );
+  // search
+  const searchArgs = { items: docs.items, itemBytes: settings.searchItemBytes, putItems: medium.items, connections: GET_CONNECTIONS, writers: WRITERS, rounds: ROUNDS };
+  figures.push(...searchFigures(searched, { ...searchArgs, mainGet: get }));
 } catch (err) {
   exitCode = 1;
   problems.push(`the run broke: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
@@ -450,6 +457,10 @@ const loadRuns: Record<string, LoadResult[]> = {
   [`PUT ${WRITERS} writers`]: ((raw.put16 as PutRun[] | undefined) ?? []).map((p) => p.load),
 };
 for (const [size, runs] of Object.entries((raw.putAt as Record<string, PutRun[]> | undefined) ?? {})) loadRuns[`PUT 1 writer (${size})`] = runs.map((p) => p.load);
+const searchRaw = raw.search as SearchResults | undefined;
+loadRuns['search'] = searchRaw?.throughput?.search ?? [];
+loadRuns['GET beside search'] = searchRaw?.throughput?.get ?? [];
+for (const [mode, runs] of Object.entries(searchRaw?.put ?? {})) loadRuns[`PUT search ${mode} writer(s)`] = runs.map((p) => p.load);
 const noisy = Object.entries(loadRuns)
   .flatMap(([name, runs]) => runs.map((r, i) => ({ name: `${name} round ${i + 1}`, other: r.neighbourCpuPercent })))
   .filter((r) => r.other > 10);
@@ -468,6 +479,7 @@ const report: BenchReport = {
     'samples per latency figure': settings.samples,
     'load generator': `autocannon, keep-alive, pipelining 1, in the bench process`,
     'server env': SERVER_ENV,
+    'search index in the phases before the search phase': process.env.KNOWLEDGE_SEARCH ?? 'on (the default)',
     'git plumbing durability': `git ${FSYNC_CONFIG.join(' ')}`,
   },
   machine,

@@ -4,7 +4,7 @@ import { ROOT } from '../support/child.js';
 /**
  * What one `npm run bench` measures and for how long, from the environment:
  * BENCH_DURATION (seconds per load run, default 10, 3 when quick), BENCH_QUICK=1
- * (small sizes, a smoke run of about a minute), BENCH_VERIFY=1 (run
+ * (small sizes, a smoke run of a few minutes), BENCH_VERIFY=1 (run
  * `knowledge-store verify` on every fixture used, not only on new small ones).
  */
 export interface BenchSettings {
@@ -13,8 +13,13 @@ export interface BenchSettings {
   durationS: number;
   /** Seconds of unmeasured load before each GET run, for every contender alike. */
   warmupS: number;
-  /** Item counts of the small, medium and large fixtures (100, 10,000 and 50,000 for the README's Performance figures). */
-  sizes: { small: number; medium: number; large: number };
+  /**
+   * Item counts of the small, medium and large fixtures (100, 10,000 and 50,000 for the README's Performance
+   * figures), and of the search phase's fixture of ~2 KB items (50,000; 6,000 when quick: still enough to log progress).
+   */
+  sizes: { small: number; medium: number; large: number; search: number };
+  /** Bytes of an item of the search phase's fixture (about: 0.75× to 1.25×). */
+  searchItemBytes: number;
   /** Versions of the hot item (in the large fixture), for the history figure. */
   hotVersions: number;
   /** Timed requests per latency figure (lists, history). */
@@ -31,7 +36,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): BenchSetting
     quick,
     durationS,
     warmupS: Math.min(2, Math.max(1, durationS / 5)),
-    sizes: quick ? { small: 100, medium: 1_000, large: 5_000 } : { small: 100, medium: 10_000, large: 50_000 },
+    sizes: quick ? { small: 100, medium: 1_000, large: 5_000, search: 6_000 } : { small: 100, medium: 10_000, large: 50_000, search: 50_000 },
+    searchItemBytes: 2_048,
     hotVersions: 1_000,
     samples: quick ? 10 : 30,
     verifyAll: env.BENCH_VERIFY === '1',
