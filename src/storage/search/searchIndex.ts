@@ -100,7 +100,12 @@ export class SearchIndex implements DerivedView {
     for (let i = 0; i < stale.length; i += CATCH_UP_CHUNK) {
       const chunk = stale.slice(i, i + CATCH_UP_CHUNK);
       const texts = await Promise.all(chunk.map((e) => this.textOf(e)));
-      this.db.transaction(() => chunk.forEach((e, j) => this.write(e, texts[j] as string)));
+      this.db.transaction(() =>
+        chunk.forEach((e, j) => {
+          // A batch published while the texts were read may have replaced this item: it has indexed the newer one.
+          if (this.source.get(e.record.path) === e) this.write(e, texts[j] as string);
+        }),
+      );
       const done = i + chunk.length;
       if (building && (Math.floor(done / every) > Math.floor(i / every) || done === stale.length)) {
         this.logger.info('search index: building', { org: this.orgId, done, of: stale.length });
