@@ -12,6 +12,7 @@ import { CLI, ensureBuilt, ROOT } from '../../support/child.js';
 import { FaultyFs, type CallRecord, type FaultCode } from '../../support/faultyFs.js';
 import { fsckStrict, git } from '../../support/git.js';
 import { api, type ApiResponse } from '../../support/server.js';
+import { SEARCH_FILE } from '../../../src/storage/repo/orgStore.js';
 
 /**
  * A failing disk (see README, Reliability): every file system call a write makes is,
@@ -376,7 +377,8 @@ async function leftoversIn(gitdir: string): Promise<{ tmpObj: string[]; tmp: str
     // Temp files of a write, and a pack renamed into place whose index never followed.
     tmpObj: files.filter((f) => /(^|\/)tmp_(obj|pack|idx)_/.test(f) || (/pack-[0-9a-f]{40}\.pack$/.test(f) && !files.includes(f.replace(/\.pack$/, '.idx')))),
     tmp: files.filter((f) => /\.tmp-/.test(f)),
-    lock: files.filter((f) => f.endsWith('.lock')),
+    // The search index holds its lock (a directory) for as long as the server keeps it open: not a leftover.
+    lock: files.filter((f) => f.endsWith('.lock') && f !== `${SEARCH_FILE}.lock`),
   };
 }
 
