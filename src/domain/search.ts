@@ -54,9 +54,10 @@ export async function searchItems(args: {
   const offset = args.cursor === undefined ? 0 : decodeSearchCursor(args.cursor);
   const index = repo.search;
   if (!index) throw new SearchOff({ orgId: repo.orgId });
+  // A cursor's offset is below MAX_SEARCH_DEPTH (decodeSearchCursor), so a page holds at least one.
   const take = Math.min(limit, MAX_SEARCH_DEPTH - offset);
   // One more than asked for: whether it exists says whether there is a next page.
-  const hits = take <= 0 ? [] : await index.search({ terms, needs: readableNeeds(actor.role), prefix, limit: take + 1, offset });
+  const hits = await index.search({ terms, needs: readableNeeds(actor.role), prefix, limit: take + 1, offset });
   const page = hits.slice(0, take);
   const more = hits.length > take && offset + take < MAX_SEARCH_DEPTH;
   return {

@@ -1,4 +1,4 @@
-import { writeFile, rm, stat } from 'node:fs/promises';
+import { open as open_, writeFile, rm, stat } from 'node:fs/promises';
 import { expect } from 'chai';
 import sqlite from 'node-sqlite3-wasm';
 import { createLogger, type Logger } from '../../../src/common/log.js';
@@ -143,6 +143,26 @@ describe('storage/search: the index beside the repository', function () {
     const again = open();
     expect(await found(again, 'grape')).to.deep.equal(['c/x.md']);
     expect(logged.some((l) => l.msg === 'search index unreadable; starting it afresh')).to.equal(true);
+  });
+
+  it('a file not closed cleanly is checked at open, and rebuilt when damaged', async () => {
+    const first = open();
+    for (let i = 0; i < 40; i++) await put(first, `g/i${i}.md`, `nectarine ${'pulp '.repeat(200)}${i}`);
+    await first.closeAll();
+    // As a crash leaves it: not marked clean. Then pages in the middle overwritten, as a power loss might.
+    const db = rawDb();
+    db.run("UPDATE meta SET value = '0' WHERE key = 'clean'");
+    db.close();
+    const { size } = await stat(file());
+    const handle = await open_(file(), 'r+');
+    await handle.write(Buffer.alloc(8192, 0xa5), 0, 8192, Math.floor(size / 2 / 4096) * 4096);
+    await handle.close();
+    logged = [];
+    const again = open();
+    expect(await found(again, 'nectarine')).to.have.lengthOf(40);
+    const warned = logged.filter((l) => l.level === 'warn').map((l) => l.msg);
+    expect(warned.some((m) => m === 'search index damaged (not closed cleanly, check failed); rebuilding' || m === 'search index unreadable; starting it afresh'), JSON.stringify(warned)).to.equal(true);
+    expect((await again.verify('acme', STORE_RULES)).problems).to.deep.equal([]);
   });
 
   it('verify names every disagreement with the tree: a row missing, one too many, a stale content, a stale permission', async () => {
