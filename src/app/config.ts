@@ -20,6 +20,8 @@ export interface Config {
   rateLimitAuthFailuresBurst: number;
   /** Keep a full-text index per organization and answer GET /search (off: no index file, /search answers 404). */
   search: boolean;
+  /** Browser origins, besides the server's own, allowed to call POST /mcp (a page of any other origin gets 403). */
+  allowedOrigins: string[];
 }
 
 export interface ConfigOverrides {
@@ -34,6 +36,7 @@ export interface ConfigOverrides {
   rateLimitAuthFailures?: string;
   rateLimitAuthFailuresBurst?: string;
   search?: string;
+  allowedOrigins?: string;
 }
 
 export class ConfigError extends Error {}
@@ -53,6 +56,7 @@ export const DEFAULTS = {
   rateLimitAuthFailures: 20,
   rateLimitAuthFailuresBurst: 40,
   search: true,
+  allowedOrigins: [] as string[],
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = {}): Config {
@@ -76,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
   );
   const searchSetting = pick(overrides.search, 'KNOWLEDGE_SEARCH') ?? (DEFAULTS.search ? 'on' : 'off');
   if (searchSetting !== 'on' && searchSetting !== 'off') throw new ConfigError(`KNOWLEDGE_SEARCH must be on or off (got "${searchSetting}")`);
+  const allowedOrigins = origins(pick(overrides.allowedOrigins, 'KNOWLEDGE_ALLOWED_ORIGINS'));
   const logLevel = pick(overrides.logLevel, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!isLogLevel(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of error, warn, info, debug (got "${logLevel}")`);
   return {
@@ -86,6 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     logLevel,
     autoRepackObjects,
     search: searchSetting === 'on',
+    allowedOrigins,
     rateLimitPerKey,
     rateLimitPerKeyBurst,
     rateLimitAuthFailures,
@@ -100,4 +106,20 @@ function integer(raw: string | undefined, fallback: number, name: string, min: n
     throw new ConfigError(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
   }
   return value;
+}
+
+/** A comma-separated list of origins, each `scheme://host[:port]` exactly as a browser sends it. */
+function origins(raw: string | undefined): string[] {
+  if (raw === undefined) return [...DEFAULTS.allowedOrigins];
+  const list = raw.split(',').map((o) => o.trim()).filter(Boolean);
+  for (const origin of list) {
+    let canonical: string | undefined;
+    try {
+      canonical = new URL(origin).origin;
+    } catch {
+      canonical = undefined;
+    }
+    if (canonical !== origin) throw new ConfigError(`KNOWLEDGE_ALLOWED_ORIGINS must list origins like https://app.example.com, without a path or a trailing slash (got "${origin}")`);
+  }
+  return list;
 }

@@ -70,6 +70,7 @@ export function buildProgram(): Command {
     .option('--rate-limit-per-key-burst <n>', 'requests a key may send at once (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY_BURST, else 6000, or the per-minute rate when that is changed)')
     .option('--rate-limit-auth-failures <n>', 'failed authentications per minute per client address, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES or 20)')
     .option('--search <on|off>', 'keep a full-text index and answer GET /search (default: $KNOWLEDGE_SEARCH or on)')
+    .option('--allowed-origins <list>', 'browser origins besides the server\'s own allowed to call POST /mcp, comma-separated (default: $KNOWLEDGE_ALLOWED_ORIGINS or none)')
     .option('--rate-limit-auth-failures-burst <n>', 'failures an address may have in a row (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES_BURST, else 40, or the per-minute rate when that is changed)')
     .action(async (opts: ConfigOverrides) => {
       const config = loadConfig(process.env, opts);

@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'GIT_AUTH_REQUIRED'
   | 'GIT_PUSH_REFUSED'
   | 'TOO_MANY_REQUESTS'
+  | 'ORIGIN_REFUSED'
   // Storage
   | 'LOCK_TIMEOUT'
   | 'REF_CONFLICT'

@@ -1,8 +1,8 @@
 import { build } from 'esbuild';
-import { existsSync } from 'node:fs';
+import { packageRoot } from '../common/packageInfo.js';
 import { copyFile, mkdir } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 /**
  * Builds the admin dashboard into `outDir` (dist/dashboard by default): the client
@@ -28,13 +28,6 @@ export async function buildDashboard(options: { root?: string; outDir?: string }
   });
   for (const file of ['index.html', 'app.css']) await copyFile(join(source, 'static', file), join(outDir, file));
   return outDir;
-}
-
-/** The package root: the nearest folder above this file (in src/ or dist/src/) that holds package.json. */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
-  return dir;
 }
 
 // `node dist/src/dashboard/build.js` (npm run build): silent on success, like tsc before it.

@@ -33,10 +33,12 @@ type Entry = NonNullable<ReturnType<OrgRepo['history']['after']>>[number];
 export async function changesSince(args: {
   repo: OrgRepo;
   actor: Actor;
-  since: string;
+  since?: string;
 }): Promise<{ head: string | null; changes: ChangeView[] }> {
   const { repo, actor, since } = args;
   requireRole(actor, 'knowledge:read');
+  // No `since` is a first call: nothing to apply yet, and the head to ask from next time.
+  if (since === undefined) return { head: repo.headCommit, changes: [] };
   const after = repo.history.after(requireOwnCommit(repo, since, 'since')) ?? [];
   const ruleChanges = await folderRuleChanges(repo, after);
   const rulesThen = await rulesAt(repo, since, ruleChanges);

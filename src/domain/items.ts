@@ -174,8 +174,8 @@ export async function putItem(input: PutItemInput): Promise<{ item: ItemView; cr
     const needed = highest(requirement(current.record, 'read', v), requirement(current.record, 'write', v));
     if (!can(actor.role, needed)) throw new Forbidden({ permission: needed });
     const tag = versionTag(current);
-    if (input.ifNoneMatch !== undefined && matches(input.ifNoneMatch, tag)) throw new PreconditionFailed({ path, reason: 'exists' });
-    if (input.ifMatch !== undefined && !matches(input.ifMatch, tag)) throw new PreconditionFailed({ path, reason: 'changed' });
+    if (input.ifNoneMatch !== undefined && tagMatches(input.ifNoneMatch, tag)) throw new PreconditionFailed({ path, reason: 'exists' });
+    if (input.ifMatch !== undefined && !tagMatches(input.ifMatch, tag)) throw new PreconditionFailed({ path, reason: 'changed' });
     const sameContent = v.contentMatches(current, content) && current.record.itemType === 'text';
     const nextRead = read ?? current.record.requiredReadPermission;
     const nextWrite = write ?? current.record.requiredWritePermission;
@@ -227,7 +227,7 @@ export function authorOf(actor: Actor): { name: string; email: string } {
   return { name: actor.keyName, email: actor.keyId };
 }
 
-function matches(condition: TagCondition, tag: string): boolean {
+export function tagMatches(condition: TagCondition, tag: string): boolean {
   return condition === '*' || condition.includes(tag);
 }
 

@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
+import { packageVersion } from '../common/packageInfo.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
 import { requireApiKey } from './middleware/auth.js';
@@ -8,6 +9,7 @@ import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';
 import { limitFailedAuthentication, limitPerKey } from './middleware/rateLimit.js';
 import { requestContext } from './middleware/requestContext.js';
+import { checkOrigin, MCP_PATH, mcpRoutes } from './mcp/endpoint.js';
 import { changeRoutes } from './routes/changes.js';
 import { searchRoutes } from './routes/search.js';
 import type { RouteDeps } from './routes/common.js';
@@ -27,6 +29,8 @@ export interface HttpSettings {
   rateLimitPerKeyBurst: number;
   rateLimitAuthFailures: number;
   rateLimitAuthFailuresBurst: number;
+  /** Browser origins, besides the server's own, that may call the MCP endpoint. */
+  allowedOrigins: readonly string[];
 }
 
 export interface AppDeps {
@@ -59,11 +63,15 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   for (const routes of [historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
     router.use(routes(routeDeps).routes());
   }
+  router.use(mcpRoutes({ ...routeDeps, version: packageVersion() }).routes());
+  const mcp = checkOrigin(config.allowedOrigins);
 
   app.use(requestContext(deps.logger));
   app.use(errorEnvelope(deps.logger));
   app.use(async (ctx, next) => {
     if (ctx.path === '/api' || ctx.path.startsWith('/api/')) return api(ctx, next);
+    // MCP is the API in another protocol: the same key check and limits, after the Origin check.
+    if (ctx.path === MCP_PATH) return mcp(ctx, () => api(ctx, next));
     // Git checks its HTTP Basic key in its routes; failed attempts count against the address all the same.
     if (ctx.path.startsWith('/git/')) return failedAuth(ctx, next);
     return next();

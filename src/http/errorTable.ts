@@ -29,7 +29,8 @@ const INTERNAL = { status: 500, message: 'Internal server error', fault: true } 
 const CLOSE = { Connection: 'close' } as const;
 
 const TABLE: Record<ErrorCode, Row> = {
-  UNAUTHORIZED: () => ({ status: 401, message: 'Invalid API key' }),
+  // The challenge tells an HTTP client (an MCP client among them) which scheme to answer with.
+  UNAUTHORIZED: () => ({ status: 401, message: 'Invalid API key', headers: { 'WWW-Authenticate': 'Bearer realm="knowledge-store"' } }),
   GIT_AUTH_REQUIRED: () => ({
     status: 401,
     message: 'Invalid API key: use an admin API key as the password (http://x:<key>@host/git/<org>.git)',
@@ -37,9 +38,13 @@ const TABLE: Record<ErrorCode, Row> = {
   }),
   GIT_PUSH_REFUSED: () => ({ status: 403, message: 'Pushing is not allowed: the repository is read-only; write through the API' }),
   FORBIDDEN: (err) => ({ status: 403, message: err.message }),
+  ORIGIN_REFUSED: (err) => ({ status: 403, message: err.message }),
   ITEM_NOT_FOUND: () => ({ status: 404, message: 'Knowledge item not found' }),
   ROUTE_NOT_FOUND: () => ({ status: 404, message: 'Not found' }),
-  METHOD_NOT_ALLOWED: () => ({ status: 405, message: 'Method not allowed' }),
+  METHOD_NOT_ALLOWED: (err) => {
+    const allow = err.data.allow as readonly string[] | undefined;
+    return { status: 405, message: 'Method not allowed', ...(allow ? { headers: { Allow: allow.join(', ') } } : {}) };
+  },
   KEY_NOT_FOUND: () => ({ status: 404, message: 'API key not found' }),
   ORG_NOT_FOUND: () => ({ status: 404, message: 'Repository not found' }),
   VERSION_NOT_FOUND: () => ({ status: 404, message: 'Version not found' }),

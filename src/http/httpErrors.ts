@@ -20,9 +20,10 @@ export class UnsupportedMediaType extends KnowledgeError<{ contentType: string }
 }
 
 /** A method the route does not answer, known to HTTP or not (a known route answers 405, an unknown one 404). */
-export class MethodNotAllowed extends KnowledgeError<Record<string, never>> {
-  constructor() {
-    super('METHOD_NOT_ALLOWED', 'method not allowed on this route', {});
+export class MethodNotAllowed extends KnowledgeError<{ allow?: readonly string[] }> {
+  /** `allow`: the methods the route answers, when the thrower knows them (the answer's Allow header). */
+  constructor(data: { allow?: readonly string[] } = {}) {
+    super('METHOD_NOT_ALLOWED', 'method not allowed on this route', data);
   }
 }
 
@@ -55,5 +56,12 @@ export interface RateQuota {
 export class TooManyRequests extends KnowledgeError<{ scope: 'key' | 'address'; quota: RateQuota }> {
   constructor(data: { scope: 'key' | 'address'; quota: RateQuota }) {
     super('TOO_MANY_REQUESTS', `rate limit per ${data.scope} exceeded`, data);
+  }
+}
+
+/** A browser page of another site calling the MCP endpoint (DNS rebinding, a hostile page): refused before anything else. */
+export class OriginRefused extends KnowledgeError<{ origin: string }> {
+  constructor(data: { origin: string }) {
+    super('ORIGIN_REFUSED', `Origin not allowed: ${data.origin}`, data);
   }
 }

@@ -138,7 +138,9 @@ const validators = {
   searchQuery: ajv.compile<SearchQuery>(searchQuery),
 };
 
-function describe(error: ErrorObject | undefined, what: 'field' | 'query parameter'): string {
+type Described = 'field' | 'query parameter' | 'argument';
+
+function describe(error: ErrorObject | undefined, what: Described): string {
   if (!error) return `Invalid ${what}`;
   const name = error.instancePath.replace(/^\//, '');
   switch (error.keyword) {
@@ -147,7 +149,8 @@ function describe(error: ErrorObject | undefined, what: 'field' | 'query paramet
     case 'required':
       return `${String(error.params.missingProperty)} is required`;
     case 'type':
-      return name ? `${name} must be ${what === 'field' ? 'a ' : ''}${String(error.params.type)}` : 'Body must be a JSON object';
+      if (!name) return what === 'argument' ? 'Arguments must be a JSON object' : 'Body must be a JSON object';
+      return `${name} must be ${what === 'query parameter' ? '' : article(String(error.params.type))}${String(error.params.type)}`;
     case 'enum':
       return `${name} must be one of ${(error.params.allowedValues as unknown[]).join(', ')}`;
     default:
@@ -155,7 +158,9 @@ function describe(error: ErrorObject | undefined, what: 'field' | 'query paramet
   }
 }
 
-function check<T>(validate: ValidateFunction<T>, value: unknown, what: 'field' | 'query parameter'): T {
+const article = (word: string): string => (/^[aeiou]/.test(word) ? 'an ' : 'a ');
+
+function check<T>(validate: ValidateFunction<T>, value: unknown, what: Described): T {
   if (!validate(value)) throw new InvalidInput({ reason: describe(validate.errors?.[0], what) });
   return value;
 }
@@ -177,3 +182,12 @@ export const validateQuery = {
   changes: (query: Record<string, unknown>) => check(validators.changesQuery, { ...query }, 'query parameter'),
   search: (query: Record<string, unknown>): SearchQuery => check(validators.searchQuery, { ...query }, 'query parameter'),
 };
+
+/**
+ * A checker for an MCP tool's arguments: the same strict ajv (no coercion) and the
+ * same messages as a request body's fields, so a tool refuses bad input as the route does.
+ */
+export function argumentChecker<T>(schema: object): (value: unknown) => T {
+  const validate = strictAjv.compile<T>(schema);
+  return (value) => check(validate, value ?? {}, 'argument');
+}

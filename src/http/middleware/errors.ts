@@ -2,7 +2,11 @@ import type { Middleware } from 'koa';
 import type { Logger } from '../../common/log.js';
 import { BODY_INCOMPLETE, toErrorResponse } from '../errorTable.js';
 import { RouteNotFound } from '../httpErrors.js';
+import { MCP_PATH } from '../mcp/endpoint.js';
 import type { AppState } from '../state.js';
+
+/** JSON-RPC's "server error" code, for a request refused by HTTP before the MCP server saw it. */
+const JSON_RPC_SERVER_ERROR = -32000;
 
 /**
  * Every API response is a JSON envelope with `success`; every failure is
@@ -30,7 +34,10 @@ export function errorEnvelope(logger: Logger): Middleware<AppState> {
       }
       ctx.status = response.status;
       for (const [name, value] of Object.entries(response.headers ?? {})) ctx.set(name, value);
-      if (ctx.path.startsWith('/git/')) {
+      if (ctx.path === MCP_PATH) {
+        // An MCP client reads a JSON-RPC error; the request's own id is not known before its body is read.
+        ctx.body = { jsonrpc: '2.0', error: { code: JSON_RPC_SERVER_ERROR, message: response.message }, id: null };
+      } else if (ctx.path.startsWith('/git/')) {
         // git prints a text/plain error body to the user ("remote: ..."); JSON it would hide.
         ctx.type = 'text/plain';
         ctx.body = `${response.message}\n`;

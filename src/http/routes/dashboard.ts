@@ -1,10 +1,9 @@
 import Router from '@koa/router';
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { ParameterizedContext } from 'koa';
 import { errnoCode } from '../../common/errors.js';
+import { packageRoot } from '../../common/packageInfo.js';
 import type { AppState } from '../state.js';
 import type { RouteDeps } from './common.js';
 
@@ -38,13 +37,7 @@ const FILES: Record<string, { file: string; type: string }> = {
 
 /** dist/dashboard of this package, found from this module whether it runs from src/ (tsx) or dist/src/. */
 export function defaultDashboardDir(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json'))) {
-    const parent = dirname(dir);
-    if (parent === dir) break;
-    dir = parent;
-  }
-  return join(dir, 'dist', 'dashboard');
+  return join(packageRoot(), 'dist', 'dashboard');
 }
 
 function securityHeaders(ctx: ParameterizedContext<AppState>): void {

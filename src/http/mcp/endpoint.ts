@@ -1,0 +1,82 @@
+import Router from '@koa/router';
+import type { Middleware } from 'koa';
+import getRawBody from 'raw-body';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { ContentTooLarge } from '../../domain/errors.js';
+import { MethodNotAllowed, OriginRefused } from '../httpErrors.js';
+import type { RouteDeps } from '../routes/common.js';
+import type { AppState } from '../state.js';
+import { mcpServer } from './server.js';
+
+export const MCP_PATH = '/mcp';
+
+/** Headers that describe this hop, not the message: the request handed to the SDK is rebuilt from the body read here. */
+const HOP_HEADERS = new Set(['connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'expect']);
+
+/**
+ * `Origin`, when a browser sends it, must be this server's own or one the operator allowed: a page
+ * of another site (or a DNS-rebound name) cannot drive an agent's tools with a key it got hold of.
+ * Clients that are not browsers send no Origin.
+ */
+export function checkOrigin(allowed: readonly string[]): Middleware<AppState> {
+  return async (ctx, next) => {
+    const origin = ctx.get('Origin');
+    if (origin && origin !== `${ctx.protocol}://${ctx.host}` && !allowed.includes(origin)) throw new OriginRefused({ origin });
+    await next();
+  };
+}
+
+/**
+ * `POST /mcp`: the Model Context Protocol over Streamable HTTP, stateless. The key check, rate
+ * limits, request id and error envelope ran before this (as for any API route); here the body is
+ * read within the API's size limit and handed to the SDK's transport with a server bound to the
+ * caller's key. JSON answers only (no SSE stream): every tool answers in one response.
+ * GET (a server-to-client stream) and DELETE (ending a session) mean nothing without sessions: 405.
+ */
+export function mcpRoutes(deps: Pick<RouteDeps, 'maxContentBytes' | 'clock' | 'logger'> & { version: string }): Router<AppState> {
+  const router = new Router<AppState>();
+  // As for a PUT: the largest content plus room for the rest of the message and JSON escaping.
+  const limit = deps.maxContentBytes + 64 * 1024;
+
+  router.post(MCP_PATH, async (ctx) => {
+    const declared = Number(ctx.get('Content-Length'));
+    if (declared > limit) throw new ContentTooLarge({ bytes: declared, limit });
+    let body: string;
+    try {
+      body = await getRawBody(ctx.req, { limit, encoding: 'utf8' });
+    } catch (err) {
+      if ((err as { type?: unknown }).type === 'entity.too.large') throw new ContentTooLarge({ bytes: limit + 1, limit });
+      throw err;
+    }
+    const { actor, repo, requestId } = ctx.state;
+    const server = mcpServer({ actor, repo, maxContentBytes: deps.maxContentBytes, clock: deps.clock, logger: deps.logger, requestId, version: deps.version });
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    try {
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(ctx.req.headers)) {
+        if (value === undefined || HOP_HEADERS.has(name)) continue;
+        headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+      }
+      const response = await transport.handleRequest(new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers, body }));
+      ctx.status = response.status;
+      response.headers.forEach((value, name) => {
+        if (!HOP_HEADERS.has(name)) ctx.set(name, value);
+      });
+      const text = await response.text();
+      if (text) ctx.body = text;
+    } finally {
+      await transport.close();
+      await server.close();
+    }
+  });
+
+  // Without sessions there is no stream to open (GET) or session to end (DELETE).
+  for (const method of ['get', 'delete'] as const) {
+    router[method](MCP_PATH, () => {
+      throw new MethodNotAllowed({ allow: ['POST'] });
+    });
+  }
+
+  return router;
+}
