@@ -10,6 +10,9 @@ import { mcpServer } from './server.js';
 
 export const MCP_PATH = '/mcp';
 
+/** JSON-RPC's code for a message that is JSON but not a request. */
+const INVALID_REQUEST = -32600;
+
 /** Headers that describe this hop, not the message: the request handed to the SDK is rebuilt from the body read here. */
 const HOP_HEADERS = new Set(['connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'expect']);
 
@@ -47,6 +50,12 @@ export function mcpRoutes(deps: Pick<RouteDeps, 'maxContentBytes' | 'clock' | 'l
     } catch (err) {
       if ((err as { type?: unknown }).type === 'entity.too.large') throw new ContentTooLarge({ bytes: limit + 1, limit });
       throw err;
+    }
+    if (body.trim() === '[]') {
+      // An empty batch asks for nothing; JSON-RPC calls it an invalid request (the SDK would answer 202 Accepted).
+      ctx.status = 400;
+      ctx.body = { jsonrpc: '2.0', error: { code: INVALID_REQUEST, message: 'Invalid Request: an empty batch' }, id: null };
+      return;
     }
     const { actor, repo, requestId } = ctx.state;
     const server = mcpServer({ actor, repo, maxContentBytes: deps.maxContentBytes, clock: deps.clock, logger: deps.logger, requestId, version: deps.version });
