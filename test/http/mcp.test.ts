@@ -357,6 +357,25 @@ describe('MCP: POST /mcp with the SDK client over real HTTP', function () {
       }
     });
 
+    it('the key\'s rate limit counts MCP requests like any API request, and each answer has a request id', async () => {
+      const limited = await startTestServer({ config: { rateLimitPerKey: 3, rateLimitPerKeyBurst: 3 } });
+      try {
+        const statuses: number[] = [];
+        for (let i = 0; i < 4; i++) {
+          const res = await rawMcp(limited, rpc('tools/list', {}, i), { Authorization: `Bearer ${limited.adminKey}` });
+          expect(res.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
+          statuses.push(res.status);
+          if (res.status === 429) {
+            expect(res.headers.get('retry-after')).to.match(/^\d+$/);
+            expect(((await res.json()) as { error: { message: string } }).error.message).to.equal('Too many requests');
+          }
+        }
+        expect(statuses).to.deep.equal([200, 200, 200, 429]);
+      } finally {
+        await limited.close();
+      }
+    });
+
     it('GET and DELETE on /mcp are 405 with Allow: POST', async () => {
       for (const method of ['GET', 'DELETE']) {
         const res = await rawMcp(server, '', { Authorization: `Bearer ${server.adminKey}` }, method);
