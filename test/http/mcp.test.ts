@@ -186,7 +186,7 @@ describe('MCP: POST /mcp with the SDK client over real HTTP', function () {
     const page = await ok(reader, 'list', { limit: 1 });
     expect(paths(page)).to.have.lengthOf(1);
     const next = await ok(reader, 'list', { limit: 1, cursor: page.nextCursor as string });
-    expect(paths(next)[0] > (paths(page)[0] as string)).to.equal(true);
+    expect((paths(next)[0] as string) > (paths(page)[0] as string)).to.equal(true);
 
     const hist = await ok(reader, 'history', { path: 'agents/edit.md' });
     const versionsSeen = hist.versions as Array<{ version: number; action: string; message: string }>;
@@ -321,7 +321,7 @@ describe('MCP: POST /mcp with the SDK client over real HTTP', function () {
     });
 
     it('no key or a bad key: 401 with WWW-Authenticate: Bearer', async () => {
-      for (const headers of [{}, { Authorization: 'Bearer ks_nope' }]) {
+      for (const headers of [{}, { Authorization: 'Bearer ks_nope' }] as Record<string, string>[]) {
         const res = await rawMcp(server, rpc('tools/list', {}), headers);
         expect(res.status).to.equal(401);
         expect(res.headers.get('www-authenticate')).to.match(/^Bearer\b/);

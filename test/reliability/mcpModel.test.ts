@@ -107,7 +107,8 @@ describe('MCP never shows an item its key may not read (model)', function () {
               }
               let resourceText: string | undefined;
               try {
-                resourceText = (await client.readResource({ uri: `knowledge:///${path}` })).contents[0]?.text as string;
+                const [content] = (await client.readResource({ uri: `knowledge:///${path}` })).contents;
+                resourceText = content && 'text' in content ? content.text : undefined;
               } catch {
                 resourceText = undefined;
               }
