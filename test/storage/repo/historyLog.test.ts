@@ -11,6 +11,7 @@ import { readRef } from '../../../src/storage/git/refs.js';
 import { memoryFs } from '../../support/memfs.js';
 import { textRecord } from '../../support/records.js';
 import { hostGit } from '../../support/git.js';
+import { moveToIntent } from '../../support/intents.js';
 
 /**
  * The history log: one entry per commit of main,
@@ -199,13 +200,7 @@ describe('storage/historyLog', () => {
   });
 
   describe('moves', () => {
-    const move = (from: string, to: string): Promise<unknown> =>
-      repo.write((v) => {
-        const current = v.get(from);
-        if (!current) throw new Error(`test setup: nothing at ${from}`);
-        const when = tick();
-        return { mutation: 'move', from, path: to, record: { ...current.record, path: to, updatedAt: when.toISOString() }, action: 'move', summary: `Move ${from} to ${to}`, author: AUTHOR, when };
-      });
+    const move = (from: string, to: string): Promise<unknown> => repo.write((v) => moveToIntent(v, from, to, tick()));
 
     it('an entry knows the path the item left; the item keeps one history across the move', async () => {
       await put('a/old.md', 'text');

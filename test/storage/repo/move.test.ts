@@ -4,32 +4,16 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { silentLogger } from '../../../src/common/log.js';
 import type { FsPromises } from '../../../src/storage/fs/fs.js';
-import { OrgRepo, type RepoView, type WriteIntent } from '../../../src/storage/repo/orgRepo.js';
+import { OrgRepo } from '../../../src/storage/repo/orgRepo.js';
 import { OrgStore } from '../../../src/storage/repo/orgStore.js';
 import { commitCount, fsckStrict, git, hostGit } from '../../support/git.js';
-import { INTENT_AUTHOR, putIntent } from '../../support/intents.js';
+import { moveToIntent, putIntent } from '../../support/intents.js';
 import { rejection } from '../../support/records.js';
 import { tmpDir } from '../../support/tmp.js';
 
 /** The `move` mutation on a real disk: one commit that C git reads as a rename, and an index that follows it. */
 
 const fs = nodeFs as unknown as FsPromises;
-
-function moveIntent(view: RepoView, from: string, to: string): WriteIntent {
-  const current = view.get(from);
-  if (!current) throw new Error(`test setup: nothing at ${from}`);
-  const when = new Date('2024-03-03T12:00:00Z');
-  return {
-    mutation: 'move',
-    from,
-    path: to,
-    record: { ...current.record, path: to, updatedAt: when.toISOString() },
-    action: 'move',
-    summary: `Move ${from} to ${to}`,
-    author: INTENT_AUTHOR,
-    when,
-  };
-}
 
 describe('storage: moving an item', () => {
   let tmp: { dir: string; cleanup: () => Promise<void> };
@@ -57,7 +41,7 @@ describe('storage: moving an item', () => {
   it('is one commit: content and record leave the old path and arrive at the new one; fsck is clean', async () => {
     const before = repo.get('a/old.md');
     const commits = await commitCount(gitdir);
-    const result = await repo.write((v) => moveIntent(v, 'a/old.md', 'b/c/new.md'));
+    const result = await repo.write((v) => moveToIntent(v, 'a/old.md', 'b/c/new.md'));
     expect(await commitCount(gitdir)).to.equal(commits + 1);
     expect(repo.get('a/old.md')).to.equal(undefined);
     const after = repo.get('b/c/new.md');
@@ -73,7 +57,7 @@ describe('storage: moving an item', () => {
   });
 
   it('is a rename for C git: git log --follow runs through it to the versions before', async () => {
-    await repo.write((v) => moveIntent(v, 'a/old.md', 'b/new.md'));
+    await repo.write((v) => moveToIntent(v, 'a/old.md', 'b/new.md'));
     const status = await git(['show', '--name-status', '--format=', '-M', 'main', '--', 'a/old.md', 'b/new.md'], { gitdir });
     expect(status.trim()).to.equal('R100\ta/old.md\tb/new.md');
     const log = await git(['log', '--follow', '--format=%s', '--', 'b/new.md'], { gitdir });
@@ -81,8 +65,8 @@ describe('storage: moving an item', () => {
   });
 
   it('leaves an emptied folder out of the tree', async () => {
-    await repo.write((v) => moveIntent(v, 'a/old.md', 'b/new.md'));
-    await repo.write((v) => moveIntent(v, 'a/other.md', 'b/other.md'));
+    await repo.write((v) => moveToIntent(v, 'a/old.md', 'b/new.md'));
+    await repo.write((v) => moveToIntent(v, 'a/other.md', 'b/other.md'));
     const top = await git(['ls-tree', '--name-only', 'main'], { gitdir });
     expect(top.trim().split('\n')).to.not.include('a');
     expect(repo.get('b/other.md')).to.not.equal(undefined);
@@ -90,7 +74,7 @@ describe('storage: moving an item', () => {
   });
 
   it('frees the old path within the same group commit: a create there, queued behind the move, is a new item', async () => {
-    const moved = repo.write((v) => moveIntent(v, 'a/old.md', 'b/new.md'));
+    const moved = repo.write((v) => moveToIntent(v, 'a/old.md', 'b/new.md'));
     const created = repo.write((v) => putIntent(v, 'a/old.md', 'a new item\n'));
     await Promise.all([moved, created]);
     expect(repo.get('a/old.md')?.record.id).to.not.equal(repo.get('b/new.md')?.record.id);
@@ -100,7 +84,7 @@ describe('storage: moving an item', () => {
 
   it('refuses, committing nothing, a move from a path that holds no item', async () => {
     const commits = await commitCount(gitdir);
-    const err = await rejection(repo.write((v) => ({ ...moveIntent(v, 'a/old.md', 'b/new.md'), from: 'a/none.md' })));
+    const err = await rejection(repo.write((v) => ({ ...moveToIntent(v, 'a/old.md', 'b/new.md'), from: 'a/none.md' })));
     expect(String(err)).to.match(/no other entry at a\/none\.md/);
     expect(await commitCount(gitdir)).to.equal(commits);
   });
@@ -110,7 +94,7 @@ describe('storage: moving an item', () => {
     await repo.close();
     repo = await open();
     const older = await readFile(snapshot);
-    await repo.write((v) => moveIntent(v, 'a/old.md', 'b/new.md'));
+    await repo.write((v) => moveToIntent(v, 'a/old.md', 'b/new.md'));
     const moved = repo.get('b/new.md');
     await repo.close();
     await writeFile(snapshot, older);
