@@ -234,11 +234,12 @@ describe('Reliability: existence leaks — a hidden item is an unknown one, exce
     // later PUT at or around such a path may be refused by B alone. That is the probe's doing, not a leak.
     const onlyInB: WorldItem[] = [];
     for (const w of writes) {
+      // Not sent at all: B would change what it holds alone (a move would take its item away, unrecorded).
+      if (w.path !== undefined && takenByHidden(w.path, onlyInB)) continue;
+      if (w.from !== undefined && takenByHidden(w.from, onlyInB)) continue;
       const init = { method: w.method, body: w.body, headers: w.headers ?? {} };
       const x = await ask(a, w.rest, init);
       const y = await ask(b, w.rest, init);
-      if (w.path !== undefined && takenByHidden(w.path, onlyInB)) continue;
-      if (w.from !== undefined && takenByHidden(w.from, onlyInB)) continue;
       if (w.path !== undefined && role === 'writer' && takenByHidden(w.path, hidden)) {
         counts.taken++;
         if (y.status === 200) onlyInB.push({ path: w.path, level: 'read', versions: [], trashed: false });
