@@ -29,6 +29,8 @@ type Entry = NonNullable<ReturnType<OrgRepo['history']['after']>>[number];
  * at `since`); an item it could read then and cannot now is "deleted" for it, and one
  * it can read now and could not then is "created". A purged item's record is gone
  * from the tree, so the role is checked against the record it had just before the purge.
+ * A moved item is two entries with its one id: "deleted" at the path the copy holds it at
+ * (with the move's commit), then "created" at its new path (if the role reads it there).
  */
 export async function changesSince(args: {
   repo: OrgRepo;
@@ -45,11 +47,14 @@ export async function changesSince(args: {
   // An admin reads everything: what it could read at `since` needs no look at the old records.
   const seesAll = can(actor.role, 'knowledge:admin');
 
-  const byItem = new Map<string, { first: string; last: Entry; position: number }>();
+  /** Per item: its first and last commit after `since`, and the last move that took it away from where it was then. */
+  const byItem = new Map<string, { first: Entry; last: Entry; position: number; left?: { entry: Entry; position: number } }>();
   after.forEach((entry, position) => {
     if (!entry.item) return;
     const seen = byItem.get(entry.item.id);
-    byItem.set(entry.item.id, { first: seen?.first ?? entry.item.action, last: entry, position });
+    const first = seen?.first ?? entry;
+    const left = entry.item.from !== undefined && entry.item.from === pathBefore(first) ? { entry, position } : seen?.left;
+    byItem.set(entry.item.id, { first, last: entry, position, ...(left ? { left } : {}) });
   });
 
   const found: Array<ChangeView & { position: number }> = [];
@@ -57,17 +62,24 @@ export async function changesSince(args: {
     found.push({ id, path, change, commitId: entry.commitId, timestamp: new Date(entry.timestamp * 1000).toISOString(), position });
   };
 
-  for (const [id, { first, last, position }] of byItem) {
+  for (const [id, { first, last, position, left }] of byItem) {
     const path = last.item?.path as string;
     const now = repo.get(path);
     const live = now?.record.id === id && now.record.deletedAt === null ? now.record : undefined;
     // Created, or restored from the trash, after `since`: a copy made then lacks it.
-    const existedThen = first !== 'create' && first !== 'restore' && first !== 'purge';
-    const readableThen = existedThen && (seesAll || (await readableAt(repo, actor, since, path, id, rulesThen)));
+    const action = first.item?.action;
+    const existedThen = action !== 'create' && action !== 'restore' && action !== 'purge';
+    const pathThen = pathBefore(first);
+    const readableThen = existedThen && (seesAll || (await readableAt(repo, actor, since, pathThen, id, rulesThen)));
+    // Moved since: a copy holds it at its old path, which it has left ("deleted" there, by the move),
+    // and lacks its new one ("created" there, if the role sees it now). The id stays the same.
+    const moved = pathThen !== path;
+    if (moved && readableThen && left) add(id, pathThen, 'deleted', left.entry, left.position);
     if (live && canSee(actor, live, repo)) {
-      add(id, path, readableThen ? 'updated' : 'created', last, position);
+      add(id, path, readableThen && !moved ? 'updated' : 'created', last, position);
       continue;
     }
+    if (moved && readableThen) continue;
     // Deleted, purged or hidden now: "deleted" for a role whose copy may hold it.
     const record = live ?? (now?.record.id === id ? now.record : last.parent ? (await repo.readAt(last.parent, path))?.record : undefined);
     if (readableThen || (record && record.id === id && canSee(actor, record, repo))) add(id, path, 'deleted', last, position);
@@ -89,6 +101,11 @@ export async function changesSince(args: {
 
   found.sort((a, b) => a.position - b.position);
   return { head: repo.headCommit, changes: found.map(({ position: _position, ...change }) => change) };
+}
+
+/** Where the item of an item commit was just before it: the path a move left, else the path itself. */
+function pathBefore(entry: Entry): string {
+  return entry.item?.from ?? (entry.item?.path as string);
 }
 
 /** Folders whose rule changed after `since`, each with the last commit that changed it. */

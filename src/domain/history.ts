@@ -60,10 +60,15 @@ async function itemAtCommit(repo: OrgRepo, path: string, commitId: string): Prom
   return { record: then.record, content: await repo.readContent(then), etag: `${then.blobOid.slice(0, 20)}${commitId.slice(0, 20)}` };
 }
 
+/** The item as one of its versions left it, read where it was then: a version from before a move is at the old path. */
+function itemAtVersion(repo: OrgRepo, entry: IndexEntry, version: HistoryEntry): Promise<ItemView> {
+  return itemAtCommit(repo, version.item?.path ?? entry.record.path, version.commitId);
+}
+
 /** `GET /items/{path}?version=n`: the item as its n-th version left it (1 = created). */
 export async function getItemVersion(args: { repo: OrgRepo; actor: Actor; path: string; version: number }): Promise<ItemView> {
   const entry = visibleItem(args.repo, args.actor, args.path);
-  return itemAtCommit(args.repo, entry.record.path, versionAt(args.repo, entry, args.version).commitId);
+  return itemAtVersion(args.repo, entry, versionAt(args.repo, entry, args.version));
 }
 
 /**
@@ -86,11 +91,10 @@ export async function getItemAtRef(args: { repo: OrgRepo; actor: Actor; path: st
 export async function diffVersions(args: { repo: OrgRepo; actor: Actor; path: string; from: number; to: number }): Promise<string> {
   const { repo } = args;
   const entry = visibleItem(repo, args.actor, args.path);
-  const path = entry.record.path;
-  const [a, b] = await Promise.all(
-    [args.from, args.to].map((n) => itemAtCommit(repo, path, versionAt(repo, entry, n).commitId)),
-  );
-  return createTwoFilesPatch(`a/${path}`, `b/${path}`, a?.content ?? '', b?.content ?? '', `version ${args.from}`, `version ${args.to}`);
+  const [a, b] = await Promise.all([args.from, args.to].map((n) => itemAtVersion(repo, entry, versionAt(repo, entry, n))));
+  // Each side is named by the path it had then: across a move, the diff shows the rename as git does.
+  const [pathA, pathB] = [a?.record.path ?? entry.record.path, b?.record.path ?? entry.record.path];
+  return createTwoFilesPatch(`a/${pathA}`, `b/${pathB}`, a?.content ?? '', b?.content ?? '', `version ${args.from}`, `version ${args.to}`);
 }
 
 /**
@@ -108,7 +112,7 @@ export async function rollback(args: {
   const { repo, actor } = args;
   requireRole(actor, 'knowledge:write');
   const entry = visibleItem(repo, actor, args.path);
-  const target = await itemAtCommit(repo, entry.record.path, versionAt(repo, entry, args.version).commitId);
+  const target = await itemAtVersion(repo, entry, versionAt(repo, entry, args.version));
   const { item, commitId } = await putItem({
     repo,
     actor,

@@ -3,7 +3,7 @@ import { systemClock, type Clock } from '../common/clock.js';
 import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import type { OrgRepo, RepoView, WriteIntent } from '../storage/repo/orgRepo.js';
-import { canSee, readable, requestedRequirement, requireRole, requirement } from './access.js';
+import { canSee, readable, requestedRequirement, requireRole, requirement, type RuleSource } from './access.js';
 import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemNotFound, PathConflict, PreconditionFailed } from './errors.js';
 import type { Actor } from './keys.js';
 import { ancestorFolders, validateFolderPrefix, validatePath } from './paths.js';
@@ -160,8 +160,7 @@ export async function putItem(input: PutItemInput): Promise<{ item: ItemView; cr
       };
       // A new item gets the requirements it will have (folder rules included): a role may not
       // create what it could then neither see nor change, such as a file in an admin-only folder.
-      const needed = highest(requirement(record, 'read', v), requirement(record, 'write', v));
-      if (!can(actor.role, needed)) throw new Forbidden({ permission: needed });
+      requireChangeRights(actor, record, v);
       created = true;
       return intent({ mutation: 'put', path, record, content, action: 'create', summary: message ?? `Create ${path}`, author, when });
     }
@@ -170,9 +169,7 @@ export async function putItem(input: PutItemInput): Promise<{ item: ItemView; cr
     // there), never whether the item is live or deleted, nor the permission it needs.
     if (!canSee(actor, current.record, v)) throw pathTaken(path);
     if (current.record.deletedAt !== null) throw new ItemInTrash({ path });
-    // Changing an item needs its write requirement, and seeing it first: a role never overwrites what it cannot read.
-    const needed = highest(requirement(current.record, 'read', v), requirement(current.record, 'write', v));
-    if (!can(actor.role, needed)) throw new Forbidden({ permission: needed });
+    requireChangeRights(actor, current.record, v);
     const tag = versionTag(current);
     if (input.ifNoneMatch !== undefined && tagMatches(input.ifNoneMatch, tag)) throw new PreconditionFailed({ path, reason: 'exists' });
     if (input.ifMatch !== undefined && !tagMatches(input.ifMatch, tag)) throw new PreconditionFailed({ path, reason: 'changed' });
@@ -231,9 +228,29 @@ export function tagMatches(condition: TagCondition, tag: string): boolean {
   return condition === '*' || condition.includes(tag);
 }
 
+/**
+ * Changing an item needs its write requirement, and seeing it first: a role never overwrites what it
+ * cannot read. `record` is the item as it is, or as it would be (its path decides the folder rules).
+ */
+export function requireChangeRights(actor: Actor, record: ItemRecord, rules: RuleSource): void {
+  const needed = highest(requirement(record, 'read', rules), requirement(record, 'write', rules));
+  if (!can(actor.role, needed)) throw new Forbidden({ permission: needed });
+}
+
 /** The answer to a role that would create where an item it may not read already is. */
 function pathTaken(path: string): PathConflict {
   return new PathConflict({ path, conflictsWith: path, reason: `Path conflict: "${path}" is taken` });
+}
+
+/**
+ * Refuses a path where no new item may go, with the answers a PUT creating there would get: an item
+ * there (live: taken; in the trash: restore it first; hidden: only "taken"), or a conflict with a folder.
+ */
+export function checkPathFree(v: RepoView, actor: Actor, path: string): void {
+  const current = v.get(path);
+  if (!current) return checkNoConflict(v, path);
+  if (canSee(actor, current.record, v) && current.record.deletedAt !== null) throw new ItemInTrash({ path });
+  throw pathTaken(path);
 }
 
 /** An item cannot sit where a folder is, nor under an item (git has one entry per name). */
@@ -248,7 +265,7 @@ function checkNoConflict(v: RepoView, path: string): void {
   }
 }
 
-function validateMessage(message: string): string {
+export function validateMessage(message: string): string {
   if (message.trim().length === 0) throw new InvalidInput({ reason: 'message must not be empty' });
   if (message.length > MAX_MESSAGE_LENGTH) throw new InvalidInput({ reason: `message must be at most ${MAX_MESSAGE_LENGTH} characters` });
   // eslint-disable-next-line no-control-regex

@@ -109,6 +109,26 @@ const pathBody = {
   properties: { path: { type: 'string' } },
 } as const;
 
+export interface MoveBody {
+  from: string;
+  to: string;
+  ifMatch?: string;
+  message?: string;
+}
+
+const moveBody = {
+  type: 'object',
+  required: ['from', 'to'],
+  additionalProperties: false,
+  properties: {
+    from: { type: 'string' },
+    to: { type: 'string' },
+    // An ETag as GET answers it, quoted or not; an empty one would be no condition at all.
+    ifMatch: { type: 'string', minLength: 1, maxLength: 1024 },
+    message: { type: 'string' },
+  },
+} as const;
+
 const folderRuleBody = {
   type: 'object',
   additionalProperties: false,
@@ -128,6 +148,7 @@ const validators = {
   putItemBody: strictAjv.compile<PutItemBody>(putItemBody),
   rollbackBody: strictAjv.compile<{ path: string; version: number }>(rollbackBody),
   pathBody: strictAjv.compile<{ path: string }>(pathBody),
+  moveBody: strictAjv.compile<MoveBody>(moveBody),
   folderRuleBody: strictAjv.compile<{ requiredReadPermission?: string; requiredWritePermission?: string }>(folderRuleBody),
   createKeyBody: strictAjv.compile<{ name: string; role: string }>(createKeyBody),
   listQuery: ajv.compile<ListQuery>(listQuery),
@@ -169,6 +190,7 @@ export const validateBody = {
   putItem: (body: unknown): PutItemBody => check(validators.putItemBody, body, 'field'),
   rollback: (body: unknown) => check(validators.rollbackBody, body, 'field'),
   path: (body: unknown) => check(validators.pathBody, body, 'field'),
+  move: (body: unknown): MoveBody => check(validators.moveBody, body, 'field'),
   folderRule: (body: unknown) => check(validators.folderRuleBody, body, 'field'),
   createKey: (body: unknown) => check(validators.createKeyBody, body, 'field'),
 };

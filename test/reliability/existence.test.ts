@@ -204,8 +204,10 @@ describe('Reliability: existence leaks — a hidden item is an unknown one, exce
     // The change feed from each store's current head: empty in both, nothing to tell the stores apart.
     same('changes since head', await ask(a, `/changes?since=${await head(server, a.orgId)}`), await ask(b, `/changes?since=${await head(server, b.orgId)}`));
 
-    // Writes. Those that change nothing come first, then rollbacks (alike in both stores), then PUTs.
-    const writes: Array<{ label: string; rest: string; method: string; body?: unknown; headers?: Record<string, string>; path?: string }> = [];
+    // Writes. Those that change nothing come first, then rollbacks (alike in both stores), then moves, then PUTs.
+    // `path`: the write creates an item there (refused in A where the path is taken by something hidden);
+    // `from`: it moves the item there away.
+    const writes: Array<{ label: string; rest: string; method: string; body?: unknown; headers?: Record<string, string>; path?: string; from?: string }> = [];
     for (const p of paths) {
       writes.push(
         { label: `put ${p} if-match bogus`, method: 'PUT', rest: `/items/${p}`, body: { content: 'probe' }, headers: { 'If-Match': '"bogus"' }, path: p },
@@ -217,16 +219,27 @@ describe('Reliability: existence leaks — a hidden item is an unknown one, exce
       );
     }
     for (const p of paths) writes.push({ label: `rollback ${p}`, method: 'POST', rest: '/rollback', body: { path: p, version: 1 } });
+    // A move into a path is a create there; a move from a hidden item is a move from nothing.
+    paths.forEach((p, i) => {
+      writes.push(
+        { label: `put move source ${i}`, method: 'PUT', rest: `/items/mvsrc/${i}.md`, body: { content: `moved into ${p}\n` } },
+        { label: `move into ${p}`, method: 'POST', rest: '/move', body: { from: `mvsrc/${i}.md`, to: p }, path: p },
+        { label: `move ${p} away if-match bogus`, method: 'POST', rest: '/move', body: { from: p, to: `mvdst/${i}.md`, ifMatch: 'bogus' }, from: p },
+        { label: `move ${p} away`, method: 'POST', rest: '/move', body: { from: p, to: `mvdst/${i}.md` }, from: p },
+      );
+    });
     for (const p of paths) writes.push({ label: `put ${p}`, method: 'PUT', rest: `/items/${p}`, body: { content: `probe of ${p}\n` }, path: p });
 
     // Items a PUT created in B where A's path was taken: from then on B holds what A does not, and a
     // later PUT at or around such a path may be refused by B alone. That is the probe's doing, not a leak.
     const onlyInB: WorldItem[] = [];
     for (const w of writes) {
+      // Not sent at all: B would change what it holds alone (a move would take its item away, unrecorded).
+      if (w.path !== undefined && takenByHidden(w.path, onlyInB)) continue;
+      if (w.from !== undefined && takenByHidden(w.from, onlyInB)) continue;
       const init = { method: w.method, body: w.body, headers: w.headers ?? {} };
       const x = await ask(a, w.rest, init);
       const y = await ask(b, w.rest, init);
-      if (w.path !== undefined && takenByHidden(w.path, onlyInB)) continue;
       if (w.path !== undefined && role === 'writer' && takenByHidden(w.path, hidden)) {
         counts.taken++;
         if (y.status === 200) onlyInB.push({ path: w.path, level: 'read', versions: [], trashed: false });

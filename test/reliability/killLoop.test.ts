@@ -41,6 +41,22 @@ interface PathModel {
   maxVersion: number;
 }
 
+/**
+ * Items a separate loop moves back and forth between two paths each (under MOVE_PREFIX, apart from the
+ * per-path model): after a kill, each must be whole at exactly one of its two paths, with its id.
+ */
+const MOVE_PREFIX = 'killmv/';
+const MOVERS = 3;
+interface MoverModel {
+  id: string;
+  slots: readonly [string, string];
+  /** The slot the last acknowledged move (or the create) left it at. */
+  at: 0 | 1;
+  /** A move sent and not answered when the server died. */
+  inFlight: boolean;
+}
+const moverContent = (n: number): string => `mover ${n} content\n`;
+
 const contentOf = (path: string, version: number): string => `${path} version ${version}\n`;
 const CONTENT = /^(\S+) version (\d+)\n$/;
 const same = (a: State, b: State): boolean => a.kind === b.kind && (a.kind === 'absent' || a.version === (b as { version: number }).version);
@@ -54,7 +70,7 @@ interface GitView {
   record: { id: string; path: string; deletedAt: string | null } | null;
 }
 
-describe('reliability: kill loop (SIGKILL under concurrent creates, updates, deletes, restores)', function () {
+describe('reliability: kill loop (SIGKILL under concurrent creates, updates, deletes, restores, moves)', function () {
   this.timeout(CYCLES * 20_000 + 60_000);
 
   let tmp: { dir: string; cleanup: () => Promise<void> };
@@ -83,7 +99,23 @@ describe('reliability: kill loop (SIGKILL under concurrent creates, updates, del
     const created = Array.from({ length: LOOPS }, () => 0);
     /** Every acknowledged create or update, to find in the history at the end. */
     const ackedContents: string[] = [];
-    const totals = { cycles: 0, sent: 0, acked: 0, ackedByOp: { create: 0, update: 0, delete: 0, restore: 0 }, landedUnacked: 0, pathChecks: 0, postponed: 0 };
+    const totals = { cycles: 0, sent: 0, acked: 0, ackedByOp: { create: 0, update: 0, delete: 0, restore: 0, move: 0 }, landedUnacked: 0, pathChecks: 0, postponed: 0 };
+
+    // The movers are created before the first kill: their fate is what the moves do to them.
+    const movers: MoverModel[] = [];
+    for (let n = 0; n < MOVERS; n++) {
+      const slots = [`${MOVE_PREFIX}m${n}/here.md`, `${MOVE_PREFIX}m${n}/there/moved.md`] as const;
+      const res = await fetch(`${child.url}/api/v1/knowledge/items/${slots[0]}`, {
+        method: 'PUT',
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ content: moverContent(n) }),
+      });
+      const body = (await res.json()) as { data: { item: { id: string } } };
+      expect(res.status, JSON.stringify(body)).to.equal(200);
+      movers.push({ id: body.data.item.id, slots, at: 0, inFlight: false });
+      totals.sent++;
+      totals.acked++;
+    }
 
     for (let cycle = 0; cycle < CYCLES; cycle++) {
       const url = child.url;
@@ -173,7 +205,39 @@ describe('reliability: kill loop (SIGKILL under concurrent creates, updates, del
         }
       };
 
-      const loops = Array.from({ length: LOOPS }, (_, loop) => runLoop(loop));
+      /** Moves a random mover to its other path, one request at a time, until the kill. */
+      const runMover = async (): Promise<void> => {
+        while (!killed) {
+          const m = pick(movers);
+          const [from, to] = [m.slots[m.at], m.slots[1 - m.at]] as [string, string];
+          m.inFlight = true;
+          totals.sent++;
+          let res: Response;
+          try {
+            res = await fetch(`${api}/move`, {
+              method: 'POST',
+              headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+              body: JSON.stringify({ from, to }),
+              signal: AbortSignal.timeout(15_000),
+            });
+          } catch (err) {
+            if (!killed) unexpected.push(`cycle ${cycle}: move ${from} -> ${to} failed before the kill: ${String(err)}`);
+            return; // unknown outcome: stays in flight
+          }
+          const text = await res.text().catch(() => '');
+          m.inFlight = false;
+          if (res.status !== 200) {
+            unexpected.push(`cycle ${cycle}: move ${from} -> ${to} answered ${res.status} ${text}`);
+            return;
+          }
+          m.at = m.at === 0 ? 1 : 0;
+          totals.acked++;
+          totals.ackedByOp.move++;
+          ackedThisCycle++;
+        }
+      };
+
+      const loops = [...Array.from({ length: LOOPS }, (_, loop) => runLoop(loop)), runMover()];
       await sleep(KILL_AFTER_MIN_MS + Math.floor(Math.random() * (KILL_AFTER_MAX_MS - KILL_AFTER_MIN_MS)));
       // A kill only tests something once writes are being acknowledged: on a busy machine the restarted
       // server may not have answered yet (it opens the organization on the first request). Then the kill
@@ -194,7 +258,10 @@ describe('reliability: kill loop (SIGKILL under concurrent creates, updates, del
       // Restart on the same data dir: no repair step, no new organization, no new admin key.
       child = await spawnServe(dataDir);
       expect(child.stdout(), `cycle ${cycle}`).to.not.include('Admin API key');
-      const problems = await checkAgainstModel(cycle, child.url, key, gitdir, model, touched, totals);
+      const problems = [
+        ...(await checkAgainstModel(cycle, child.url, key, gitdir, model, touched, totals)),
+        ...(await checkMovers(cycle, child.url, key, gitdir, movers, totals)),
+      ];
       expect(problems, `after cycle ${cycle}:\n${problems.join('\n')}`).to.deep.equal([]);
 
       await fsckStrict(gitdir);
@@ -219,7 +286,7 @@ describe('reliability: kill loop (SIGKILL under concurrent creates, updates, del
     console.log(
       `      kill loop: ${totals.cycles}/${CYCLES} cycles survived in ${seconds} s; ${totals.acked} acknowledged writes checked ` +
         `(${totals.ackedByOp.create} creates, ${totals.ackedByOp.update} updates, ${totals.ackedByOp.delete} deletes, ` +
-        `${totals.ackedByOp.restore} restores) of ${totals.sent} sent; ${totals.landedUnacked} in-flight writes found landed; ` +
+        `${totals.ackedByOp.restore} restores, ${totals.ackedByOp.move} moves) of ${totals.sent} sent; ${totals.landedUnacked} in-flight writes found landed; ` +
         `${totals.pathChecks} path checks over ${model.size} paths; ${commits} commits` +
         (totals.postponed ? `; ${totals.postponed} kill(s) waited for the first acknowledgement` : ''),
     );
@@ -358,6 +425,76 @@ async function checkAgainstModel(
     if (res.status !== expected) problems.push(`cycle ${cycle}: GET ${m.path} (${show(m.acked)}) answered ${res.status}, expected ${expected}`);
     else if (m.acked.kind === 'live' && body.data?.item.content !== contentOf(m.path, m.acked.version)) {
       problems.push(`cycle ${cycle}: GET ${m.path} gave ${JSON.stringify(body.data?.item.content)}`);
+    }
+  }
+  return problems;
+}
+
+/**
+ * Judges every mover after a restart: whole at exactly one of its two paths (content and record there,
+ * nothing of it at the other), the one the last acknowledged move left or the one its in-flight move
+ * would; the same in the API, in search and in its history (created, then only moves). Settles the
+ * in-flight move by what was found.
+ */
+async function checkMovers(
+  cycle: number,
+  url: string,
+  key: string,
+  gitdir: string,
+  movers: MoverModel[],
+  totals: { landedUnacked: number; pathChecks: number },
+): Promise<string[]> {
+  const problems: string[] = [];
+  const names = movers.flatMap((m) => m.slots.flatMap((slot) => [`main:${slot}`, `main:.knowledge/items/${slot}`]));
+  const objects = await catFileBatch(gitdir, names);
+  const text = (name: string): string | null => objects.get(name)?.toString('utf8') ?? null;
+  const headers = { Authorization: `Bearer ${key}` };
+
+  const found = new Set<string>();
+  const res = await fetch(`${url}/api/v1/knowledge/search?${new URLSearchParams({ q: 'mover', prefix: MOVE_PREFIX, limit: '100' })}`, { headers });
+  const body = (await res.json()) as { data: { results: Array<{ path: string }> } };
+  if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(body)}`);
+  for (const r of body.data.results) found.add(r.path);
+
+  for (const [n, m] of movers.entries()) {
+    totals.pathChecks++;
+    const where = `cycle ${cycle}: mover ${n} (acknowledged at ${m.slots[m.at]}${m.inFlight ? ', a move in flight' : ''})`;
+    const whole = m.slots.map((slot) => {
+      const content = text(`main:${slot}`);
+      const record = text(`main:.knowledge/items/${slot}`);
+      return { slot, content, record: record === null ? null : (JSON.parse(record) as { id: string; path: string; deletedAt: string | null }) };
+    });
+    const present = whole.filter((w) => w.content !== null || w.record !== null);
+    if (present.length !== 1) {
+      problems.push(`${where}: in git at ${present.length} paths: ${JSON.stringify(whole)}`);
+      continue;
+    }
+    const [here] = present as [(typeof whole)[number]];
+    const at = m.slots.indexOf(here.slot) as 0 | 1;
+    if (here.content !== moverContent(n) || here.record?.id !== m.id || here.record.path !== here.slot || here.record.deletedAt !== null) {
+      problems.push(`${where}: half-moved in git at ${here.slot}: ${JSON.stringify(here)}`);
+      continue;
+    }
+    if (at !== m.at && !m.inFlight) problems.push(`${where}: git has it at ${here.slot}, and no move was in flight`);
+    if (at !== m.at) totals.landedUnacked++;
+    m.at = at;
+    m.inFlight = false;
+
+    const get = async (slot: string): Promise<{ status: number; id?: string }> => {
+      const r = await fetch(`${url}/api/v1/knowledge/items/${slot}`, { headers });
+      const b = (await r.json()) as { data?: { item: { id: string } } };
+      return { status: r.status, id: b.data?.item.id };
+    };
+    const [there, away] = [await get(m.slots[at]), await get(m.slots[1 - at] as string)];
+    if (there.status !== 200 || there.id !== m.id) problems.push(`${where}: GET ${m.slots[at]} answered ${there.status} (id ${there.id})`);
+    if (away.status !== 404) problems.push(`${where}: GET ${m.slots[1 - at]} answered ${away.status}, expected 404`);
+    for (const slot of m.slots) {
+      if (found.has(slot) !== (slot === m.slots[at])) problems.push(`${where}: search ${found.has(slot) ? 'finds' : 'misses'} ${slot}`);
+    }
+    const h = await fetch(`${url}/api/v1/knowledge/history/${m.slots[at]}`, { headers });
+    const actions = ((await h.json()) as { data?: { versions: Array<{ action: string }> } }).data?.versions.map((v) => v.action).reverse() ?? [];
+    if (actions[0] !== 'create' || actions.slice(1).some((a) => a !== 'move') || (actions.length - 1) % 2 !== at) {
+      problems.push(`${where}: history ${actions.join(', ')}`);
     }
   }
   return problems;

@@ -39,3 +39,19 @@ export function moveIntent(view: RepoView, path: string, mutation: 'trash' | 're
     when,
   };
 }
+
+/** A move of the live item at `from` to `to`, as the domain builds it. */
+export function moveToIntent(view: RepoView, from: string, to: string, when = new Date('2024-03-03T12:00:00Z')): WriteIntent {
+  const current = view.get(from);
+  if (!current) throw new Error(`test setup: nothing at ${from}`);
+  return {
+    mutation: 'move',
+    from,
+    path: to,
+    record: { ...current.record, path: to, updatedAt: when.toISOString() },
+    action: 'move',
+    summary: `Move ${from} to ${to}`,
+    author: INTENT_AUTHOR,
+    when,
+  };
+}

@@ -8,14 +8,19 @@ import type { TreeChange, TreeEditor } from '../git/treeEditor.js';
 /**
  * What a transaction asks for: one state change of one item, which becomes
  * exactly one commit. `put` writes content and record; `trash` moves the
- * content under `.trash/`; `restore` moves it back; `purge` removes both.
+ * content under `.trash/`; `restore` moves it back; `purge` removes both;
+ * `move` takes content and record from `from` to `path` (the content blob
+ * unchanged, so git's rename detection sees a rename).
  */
 export interface ItemIntent {
-  mutation: 'put' | 'trash' | 'restore' | 'purge';
+  mutation: 'put' | 'trash' | 'restore' | 'purge' | 'move';
+  /** Where the item is after the commit. */
   path: string;
   record: ItemRecord;
   /** New content, for `put`. */
   content?: string;
+  /** Where a live item is before a `move`. */
+  from?: string;
   action: ItemAction;
   /** The commit message before the trailers. */
   summary: string;
@@ -92,6 +97,11 @@ function itemChanges(
     blobOid = stager.writeBlob(Buffer.from(content, 'utf8'));
     args.written.set(blobOid, content);
     changes.push({ path, oid: blobOid });
+  } else if (intent.mutation === 'move') {
+    const from = intent.from === undefined ? undefined : args.overlay.get(intent.from);
+    if (!from || intent.from === undefined || intent.from === path) throw new Error(`no other entry at ${String(intent.from)} to move to ${path}`);
+    blobOid = from.blobOid;
+    changes.push({ path: intent.from, oid: null }, { path: LAYOUT.recordPath(intent.from), oid: null }, { path, oid: blobOid });
   } else {
     if (!current) throw new Error(`no entry at ${path} to ${intent.mutation}`);
     blobOid = current.blobOid;
@@ -108,7 +118,8 @@ function itemChanges(
     changes.push({ path: LAYOUT.recordPath(path), oid: recordOid });
     entry = { record, blobOid, recordOid };
   }
-  const message = formatCommitMessage(intent.summary, { itemId: record.id, itemPath: path, action: intent.action });
+  const fromPath = intent.mutation === 'move' ? intent.from : undefined;
+  const message = formatCommitMessage(intent.summary, { itemId: record.id, itemPath: path, action: intent.action, ...(fromPath ? { fromPath } : {}) });
   return { changes, entry, message };
 }
 

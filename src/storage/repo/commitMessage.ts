@@ -5,16 +5,24 @@
  * is read as trailers, and the store always writes that paragraph itself, so a
  * client's `message` cannot forge one.
  */
-export type ItemAction = 'create' | 'update' | 'delete' | 'restore' | 'permissions' | 'purge';
+export type ItemAction = 'create' | 'update' | 'delete' | 'restore' | 'permissions' | 'purge' | 'move';
 
 export interface ItemTrailers {
   itemId: string;
+  /** Where the item is after the commit. */
   itemPath: string;
   action: ItemAction;
+  /** For a move: where the item was before it (history reads older versions there, the change feed removes it). */
+  fromPath?: string;
 }
 
 export function formatCommitMessage(summary: string, trailers: ItemTrailers): string {
-  return withTrailers(summary, { 'Item-Id': trailers.itemId, 'Item-Path': trailers.itemPath, 'Item-Action': trailers.action });
+  return withTrailers(summary, {
+    'Item-Id': trailers.itemId,
+    'Item-Path': trailers.itemPath,
+    'Item-Action': trailers.action,
+    ...(trailers.fromPath === undefined ? {} : { 'Item-From-Path': trailers.fromPath }),
+  });
 }
 
 /** A folder rule change names the folder instead of an item. */
@@ -51,5 +59,6 @@ export function parseTrailers(message: string): ItemTrailers | null {
   const itemPath = fields.get('Item-Path');
   const action = fields.get('Item-Action') as ItemAction | undefined;
   if (!itemId || !itemPath || !action) return null;
-  return { itemId, itemPath, action };
+  const fromPath = fields.get('Item-From-Path');
+  return { itemId, itemPath, action, ...(fromPath ? { fromPath } : {}) };
 }

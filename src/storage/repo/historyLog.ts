@@ -8,8 +8,11 @@ import type { FsPromises } from '../fs/fs.js';
 export interface HistoryEntry {
   commitId: string;
   parent: string | null;
-  /** Present when the commit changed an item (its `Item-*` trailers). */
-  item?: { id: string; path: string; action: ItemAction };
+  /**
+   * Present when the commit changed an item (its `Item-*` trailers): `path` is where the item is
+   * after the commit, `from` (moves only) where it was before.
+   */
+  item?: { id: string; path: string; action: ItemAction; from?: string };
   /** The message without the store's trailers. */
   message: string;
   author: { name: string; email: string };
@@ -159,27 +162,46 @@ export function historyEntry(commitId: string, facts: CommitFacts): HistoryEntry
   return {
     commitId,
     parent: facts.parent,
-    ...(trailers ? { item: { id: trailers.itemId, path: trailers.itemPath, action: trailers.action } } : {}),
+    ...(trailers
+      ? { item: { id: trailers.itemId, path: trailers.itemPath, action: trailers.action, ...(trailers.fromPath ? { from: trailers.fromPath } : {}) } }
+      : {}),
     message: messageBody(facts.message),
     author: { name: facts.author.name, email: facts.author.email },
     timestamp: facts.author.timestamp,
   };
 }
 
+/**
+ * One line per commit. A move's line has a tenth field, its `from` path; lines without one read as
+ * before, so a log written before moves existed is kept, not rebuilt.
+ */
 function serialize(e: HistoryEntry): string {
-  return JSON.stringify([e.commitId, e.parent, e.item?.id ?? null, e.item?.path ?? null, e.item?.action ?? null, e.message, e.author.name, e.author.email, e.timestamp]);
+  const fields = [e.commitId, e.parent, e.item?.id ?? null, e.item?.path ?? null, e.item?.action ?? null, e.message, e.author.name, e.author.email, e.timestamp];
+  return JSON.stringify(e.item?.from === undefined ? fields : [...fields, e.item.from]);
 }
 
 function parse(line: string): HistoryEntry | null {
   try {
     const v = JSON.parse(line) as unknown;
-    if (!Array.isArray(v) || v.length !== 9) return null;
-    const [commitId, parent, id, path, action, message, name, email, timestamp] = v as [string, string | null, string | null, string | null, ItemAction | null, string, string, string, number];
+    if (!Array.isArray(v) || (v.length !== 9 && v.length !== 10)) return null;
+    const [commitId, parent, id, path, action, message, name, email, timestamp, from] = v as [
+      string,
+      string | null,
+      string | null,
+      string | null,
+      ItemAction | null,
+      string,
+      string,
+      string,
+      number,
+      string | undefined,
+    ];
     if (typeof commitId !== 'string' || typeof message !== 'string' || typeof timestamp !== 'number') return null;
+    if (from !== undefined && typeof from !== 'string') return null;
     return {
       commitId,
       parent,
-      ...(id && path && action ? { item: { id, path, action } } : {}),
+      ...(id && path && action ? { item: { id, path, action, ...(from ? { from } : {}) } } : {}),
       message,
       author: { name, email },
       timestamp,

@@ -167,7 +167,11 @@ export class WritePipeline {
         built.head = commit.commitId;
         built.root = commit.root;
         if (intent.mutation === 'folderRule') overlay.setFolderRule(intent.folder, intent.rule);
-        else overlay.set(intent.path, commit.entry);
+        else {
+          // A move frees the path it left, in the same commit as it takes the new one.
+          if (intent.mutation === 'move' && intent.from !== undefined) overlay.set(intent.from, null);
+          overlay.set(intent.path, commit.entry);
+        }
         built.outcomes.push({ pending, result: { commitId: commit.commitId, entry: commit.entry } });
       } catch (error) {
         built.outcomes.push({ pending, error });

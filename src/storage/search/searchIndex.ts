@@ -130,8 +130,11 @@ export class SearchIndex implements DerivedView {
       const paths = new Set<string>();
       let rulesChanged = false;
       for (const commit of batch.commits) {
-        if (commit.item) paths.add(commit.item.path);
-        else rulesChanged = true;
+        if (commit.item) {
+          paths.add(commit.item.path);
+          // A move leaves its old path: dropped there, indexed at the new one.
+          if (commit.item.from !== undefined) paths.add(commit.item.from);
+        } else rulesChanged = true;
       }
       const updates: Array<{ path: string; entry: IndexEntry | undefined; text?: string }> = [];
       for (const path of paths) {

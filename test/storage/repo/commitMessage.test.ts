@@ -7,10 +7,25 @@ const TRAILERS: ItemTrailers = { itemId: '7d1c4a9e-0b7f-4a43-9a53-3b8c1f9e2d10',
 
 describe('storage/commitMessage', () => {
   it('round-trips the trailers for every action', () => {
-    for (const action of ['create', 'update', 'delete', 'restore', 'permissions', 'purge'] as ItemAction[]) {
+    for (const action of ['create', 'update', 'delete', 'restore', 'permissions', 'purge', 'move'] as ItemAction[]) {
       const message = formatCommitMessage(`Do ${action}`, { ...TRAILERS, action });
       expect(parseTrailers(message)).to.deep.equal({ ...TRAILERS, action });
     }
+  });
+
+  it('a move carries the path it left as Item-From-Path, and only a move does', () => {
+    const move: ItemTrailers = { itemId: TRAILERS.itemId, itemPath: 'b/new.md', action: 'move', fromPath: 'a/old.md' };
+    const message = formatCommitMessage('Move a/old.md to b/new.md', move);
+    expect(message).to.equal(
+      `Move a/old.md to b/new.md\n\nItem-Id: ${TRAILERS.itemId}\nItem-Path: b/new.md\nItem-Action: move\nItem-From-Path: a/old.md\n`,
+    );
+    expect(parseTrailers(message)).to.deep.equal(move);
+    expect(parseTrailers(formatCommitMessage('x', TRAILERS))).to.not.have.property('fromPath');
+  });
+
+  it('ignores a forged Item-From-Path in a client message', () => {
+    const client = 'Rename\n\nItem-From-Path: secret/payroll.md\n';
+    expect(parseTrailers(formatCommitMessage(client, TRAILERS))).to.deep.equal(TRAILERS);
   });
 
   it('writes the summary, a blank line, then the trailer block, ending in a newline', () => {

@@ -11,6 +11,7 @@ import { readRef } from '../../../src/storage/git/refs.js';
 import { memoryFs } from '../../support/memfs.js';
 import { textRecord } from '../../support/records.js';
 import { hostGit } from '../../support/git.js';
+import { moveToIntent } from '../../support/intents.js';
 
 /**
  * The history log: one entry per commit of main,
@@ -195,6 +196,41 @@ describe('storage/historyLog', () => {
       expect(guide[guide.length - 1]?.commitId).to.equal(repo.headCommit);
       expect(repo.history.itemHistory('id:notes/a.md').map((e) => e.item?.action)).to.deep.equal(['create', 'delete', 'restore']);
       expect(repo.history.itemHistory('no such id')).to.deep.equal([]);
+    });
+  });
+
+  describe('moves', () => {
+    const move = (from: string, to: string): Promise<unknown> => repo.write((v) => moveToIntent(v, from, to, tick()));
+
+    it('an entry knows the path the item left; the item keeps one history across the move', async () => {
+      await put('a/old.md', 'text');
+      await move('a/old.md', 'b/new.md');
+      await put('b/new.md', 'text 2');
+      const versions = repo.history.itemHistory('id:a/old.md');
+      expect(versions.map((e) => e.item)).to.deep.equal([
+        { id: 'id:a/old.md', path: 'a/old.md', action: 'create' },
+        { id: 'id:a/old.md', path: 'b/new.md', action: 'move', from: 'a/old.md' },
+        { id: 'id:a/old.md', path: 'b/new.md', action: 'update' },
+      ]);
+      // In the file, a move's line has a tenth field; the others keep their nine.
+      const lines = logLines().slice(1).map((l) => JSON.parse(l) as unknown[]);
+      expect(lines.map((l) => l.length)).to.deep.equal([9, 9, 10, 9]);
+      expect(lines[2]?.[9]).to.equal('a/old.md');
+    });
+
+    it('reads back the same from the file (no git read) and from git (file deleted)', async () => {
+      await put('a/old.md', 'text');
+      await move('a/old.md', 'b/new.md');
+      const before = await entriesOf(repo.history);
+      const fromFile = readCommitSpy(fs);
+      expect(await entriesOf(await load(fromFile))).to.deep.equal(before);
+      expect(fromFile.calls).to.deep.equal([]);
+      vol.unlinkSync(LOG);
+      const fromGit = readCommitSpy(fs);
+      const rebuilt = await load(fromGit);
+      expect(fromGit.calls.length).to.be.greaterThan(0);
+      expect(await entriesOf(rebuilt)).to.deep.equal(before);
+      expect(rebuilt.itemHistory('id:a/old.md').at(-1)?.item?.from).to.equal('a/old.md');
     });
   });
 
