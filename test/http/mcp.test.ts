@@ -107,7 +107,7 @@ describe('MCP: POST /mcp with the SDK client over real HTTP', function () {
   it('lists the tools the contract names, each with a schema, a title and the right hints', async () => {
     const { tools } = await reader.listTools();
     expect(tools.map((t) => t.name).sort()).to.deep.equal(
-      ['changes', 'delete', 'diff', 'edit', 'history', 'list', 'read', 'restore', 'rollback', 'search', 'write'].sort(),
+      ['changes', 'delete', 'diff', 'edit', 'history', 'list', 'move', 'read', 'restore', 'rollback', 'search', 'write'].sort(),
     );
     for (const t of tools) {
       expect(t.description, t.name).to.have.length.above(40);
@@ -117,7 +117,7 @@ describe('MCP: POST /mcp with the SDK client over real HTTP', function () {
     }
     const hints = Object.fromEntries(tools.map((t) => [t.name, t.annotations]));
     for (const name of ['search', 'read', 'list', 'history', 'diff', 'changes']) expect(hints[name]?.readOnlyHint, name).to.equal(true);
-    for (const name of ['write', 'edit', 'delete', 'restore', 'rollback']) expect(hints[name]?.readOnlyHint, name).to.equal(false);
+    for (const name of ['write', 'edit', 'move', 'delete', 'restore', 'rollback']) expect(hints[name]?.readOnlyHint, name).to.equal(false);
     for (const name of ['delete', 'write', 'rollback']) expect(hints[name]?.destructiveHint, name).to.equal(true);
     const edit = tools.find((t) => t.name === 'edit');
     expect(edit?.inputSchema.required).to.deep.equal(['path', 'old_text', 'new_text']);
@@ -204,6 +204,24 @@ describe('MCP: POST /mcp with the SDK client over real HTTP', function () {
     expect(changed.changes).to.have.lengthOf(1);
     expect((changed.changes as Data[])[0]).to.include({ path: 'agents/later.md', change: 'created' });
     expect(await refused(reader, 'changes', { since: 'abc' })).to.equal('since must be the full id of a commit of this organization');
+  });
+
+  it('move keeps the id and history, refuses a taken path or a stale if_match with the REST message, and commits nothing then', async () => {
+    const created = await ok(writer, 'write', { path: 'agents/draft.md', content: 'a plan' });
+    await ok(writer, 'write', { path: 'agents/taken.md', content: 'in the way' });
+    await refusedNoCommit(server, writer, 'move', { from: 'agents/draft.md', to: 'agents/taken.md' }, 'Path conflict: "agents/taken.md" is taken');
+    await refusedNoCommit(server, reader, 'move', { from: 'agents/draft.md', to: 'agents/final.md' }, MSG.forbiddenWrite);
+    await refusedNoCommit(server, writer, 'move', { from: 'agents/draft.md', to: 'agents/final.md', if_match: 'stale' }, MSG.changed);
+    await refusedNoCommit(server, writer, 'move', { from: 'board/plans.md', to: 'agents/plans.md' }, MSG.notFound);
+    await refusedNoCommit(server, writer, 'move', { from: 'agents/draft.md', to: 'agents/draft.md' }, 'from and to are the same path: nothing to move');
+    const moved = await ok(writer, 'move', { from: 'agents/draft.md', to: 'agents/final.md', if_match: created.etag as string, message: 'Promote the draft' });
+    expect(moved.commitId).to.match(/^[0-9a-f]{40}$/);
+    expect((moved.item as Data).id).to.equal((created.item as Data).id);
+    await refusedNoCommit(server, reader, 'read', { path: 'agents/draft.md' }, MSG.notFound);
+    const hist = (await ok(reader, 'history', { path: 'agents/final.md' })).versions as Array<{ action: string; message: string }>;
+    expect(hist.map((v) => v.action)).to.deep.equal(['move', 'create']);
+    expect(hist[0]?.message).to.equal('Promote the draft');
+    expect(paths(await ok(reader, 'search', { query: 'plan' }), 'results')).to.include('agents/final.md').and.not.include('agents/draft.md');
   });
 
   it('rollback, delete and restore: the same permissions and commits as REST', async () => {

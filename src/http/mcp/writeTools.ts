@@ -1,6 +1,7 @@
 import { editItem } from '../../domain/edits.js';
 import { rollback as rollbackItem } from '../../domain/history.js';
 import { deleteItem, putItem } from '../../domain/items.js';
+import { moveItem } from '../../domain/moves.js';
 import { restoreItem } from '../../domain/trash.js';
 import { parseEtagCondition, presentItem } from '../presenters.js';
 import { arguments_, IF_MATCH, MESSAGE, PATH, VERSION } from './schemas.js';
@@ -69,6 +70,21 @@ export const edit = tool<{ path: string; old_text: string; new_text: string; if_
   },
 });
 
+export const move = tool<{ from: string; to: string; if_match?: string; message?: string }>({
+  name: 'move',
+  description: [
+    'Moves (renames) an item to a new path, keeping its id, its history and its content; one commit, which git sees as a rename.',
+    'Refused, with nothing changed, when `to` is taken (by an item or a folder of items) or when the role could not write the item at either place.',
+    'Needs a writer or admin key.',
+  ].join(' '),
+  inputSchema: arguments_({ from: { ...PATH, description: 'The item\'s current path.' }, to: { ...PATH, description: 'Its new path (folders are created as needed).' }, if_match: IF_MATCH, message: MESSAGE }, ['from', 'to']),
+  annotations: { title: 'Move an item', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  run: async (args, ctx) => {
+    const { item, commitId } = await moveItem({ repo: ctx.repo, actor: ctx.actor, from: args.from, to: args.to, ifMatch: ifMatch(args.if_match), message: args.message, clock: ctx.clock });
+    return { item: presentItem(ctx.actor.orgId, { record: item.record }), etag: item.etag, commitId };
+  },
+});
+
 export const remove = tool<{ path: string }>({
   name: 'delete',
   description: 'Moves an item to the trash (an admin can `restore` it; its history stays). Needs an admin key.',
@@ -103,4 +119,4 @@ export const rollback = tool<{ path: string; version: number }>({
   },
 });
 
-export const WRITE_TOOLS: readonly Tool[] = [write, edit, remove, restore, rollback];
+export const WRITE_TOOLS: readonly Tool[] = [write, edit, move, remove, restore, rollback];
