@@ -122,15 +122,38 @@ export class SearchDb {
 
   /** Runs `fn` in one transaction: all of it lands, or none. */
   transaction<T>(fn: () => T): T {
-    this.db.exec('BEGIN');
+    this.begin();
     try {
       const out = fn();
-      this.db.exec('COMMIT');
+      this.commit();
       return out;
     } catch (err) {
-      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      this.rollback();
       throw err;
     }
+  }
+
+  begin(): void {
+    this.db.exec('BEGIN');
+  }
+
+  commit(): void {
+    this.db.exec('COMMIT');
+  }
+
+  /** Undoes the open transaction, if one is open (a failed COMMIT may have ended it already). */
+  rollback(): void {
+    if (this.db.inTransaction) this.db.exec('ROLLBACK');
+  }
+
+  /**
+   * Does now, inside the open transaction, the work FTS5 would otherwise do at COMMIT: writing its
+   * pending terms as a new segment and merging segments (automerge). Opening a savepoint makes FTS5
+   * flush (its xSavepoint). Measured on 50,000 items, one item per transaction: COMMIT falls from
+   * 1.7–2.2 ms of CPU on average to 0.6–0.7 ms, the rest moved here.
+   */
+  flushPending(): void {
+    this.db.exec('SAVEPOINT flush; RELEASE flush');
   }
 
   setHead(head: string | null): void {
