@@ -40,6 +40,13 @@ export const PROGRESS_EVERY = 5_000;
 /** Items written per transaction while catching up (a crash loses at most this much of a rebuild). */
 const CATCH_UP_CHUNK = 500;
 
+/**
+ * Staged batches between two checkpoints of the write-ahead log, each done while a pack is fsynced.
+ * A single-item batch writes ~10–30 pages, so the log rarely reaches the 1,000 pages at which SQLite
+ * would checkpoint inside a COMMIT, after the ref update, while the writers wait.
+ */
+const CHECKPOINT_EVERY = 16;
+
 /** The longest snippet handed out, in characters. */
 export const MAX_SNIPPET_CHARS = 300;
 
@@ -65,6 +72,8 @@ export class SearchIndex implements DerivedView {
   private indexed = new Map<string, IndexedItem>();
   /** Set when a batch could not be applied: the next query catches up first. */
   private stale = false;
+  /** Batches staged since the write-ahead log was last copied into the file. */
+  private stagedSinceCheckpoint = 0;
   /** Closed while a staged transaction is open: queries (and catch-ups) wait. */
   private readonly gate = new ReadGate();
 
@@ -154,6 +163,15 @@ export class SearchIndex implements DerivedView {
     const updates = await this.updatesFor(paths, batch.state, batch.written);
     if (!(await batch.diskBusy)) return null;
     // No transaction is open here: the one of the batch before was committed before this batch's publish began.
+    if (++this.stagedSinceCheckpoint >= CHECKPOINT_EVERY) {
+      this.stagedSinceCheckpoint = 0;
+      try {
+        this.db.checkpoint();
+      } catch (err) {
+        // Only a head start: SQLite checkpoints by itself at a later COMMIT.
+        this.logger.debug('search index: checkpoint skipped', { org: this.orgId, error: String(err) });
+      }
+    }
     this.db.begin();
     try {
       this.apply(updates, batch.head, batch.state);
