@@ -1,11 +1,11 @@
 /**
- * What keeping the search index costs one writer: two servers on two copies
+ * What keeping the search index costs writers (one unless --writers): two servers on two copies
  * of the 10,000-item fixture, search on and off, each sent the same
  * sequential PUTs (one writer, so one PUT per group commit), in alternating
  * rounds. Reports wall time per PUT and the server's CPU per PUT (from
  * /proc), which a busy machine moves far less than PUT/s.
  *
- *   npm run build && npx tsx test/bench/putCost.ts [--puts 300] [--rounds 3] [--items 10000]
+ *   npm run build && npx tsx test/bench/putCost.ts [--puts 300] [--rounds 3] [--items 10000] [--writers 1]
  *
  * `PROFILE=1` profiles both servers (cpuProfile.mjs) into .tmp/bench/profiles/, warm-up included.
  */
@@ -27,6 +27,7 @@ const opt = (name: string, dflt: number): number => {
 const PUTS = opt('--puts', 300);
 const ROUNDS = opt('--rounds', 3);
 const ITEMS = opt('--items', 10_000);
+const WRITERS = opt('--writers', 1);
 const UNPINNED: Pinning = { pinned: false, serverCpu: null, loadCpu: null, description: 'unpinned' };
 
 function put(url: string, key: string, path: string, content: string): Promise<number> {
@@ -66,12 +67,16 @@ try {
       const s = servers[mode] as Served;
       const cpu0 = await cpuSecondsOf(s.pid);
       const t0 = performance.now();
-      for (let n = 0; n < PUTS; n++) {
-        const i = serial++;
-        const k = (i * 7919) % ITEMS;
-        const status = await put(s.url, fixture.key, itemPath(k), `# Item ${k}\n\nPUT #${i} of benchmark item ${k}.\n\nKnowledge kept as plain files in git: every change a commit.\n`);
-        if (status !== 200) throw new Error(`PUT: ${status}`);
-      }
+      let left = PUTS;
+      const writer = async (): Promise<void> => {
+        while (left-- > 0) {
+          const i = serial++;
+          const k = (i * 7919) % ITEMS;
+          const status = await put(s.url, fixture.key, itemPath(k), `# Item ${k}\n\nPUT #${i} of benchmark item ${k}.\n\nKnowledge kept as plain files in git: every change a commit.\n`);
+          if (status !== 200) throw new Error(`PUT: ${status}`);
+        }
+      };
+      await Promise.all(Array.from({ length: WRITERS }, writer));
       const wall = (performance.now() - t0) / PUTS;
       const cpu = (((await cpuSecondsOf(s.pid)).self - cpu0.self) * 1000) / PUTS;
       figures[mode]?.wall.push(wall);
