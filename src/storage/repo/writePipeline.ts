@@ -5,7 +5,7 @@ import { ObjectStager } from '../git/objectStager.js';
 import { compareAndSwapRef } from '../git/refs.js';
 import type { TreeEditor } from '../git/treeEditor.js';
 import { buildCommit, type WriteIntent } from './commitBuilder.js';
-import type { DerivedViews, PublishedBatch } from './derivedViews.js';
+import type { DerivedView, DerivedViews, PublishedBatch, StagedView } from './derivedViews.js';
 import type { HistoryEntry } from './historyLog.js';
 import { IndexOverlay, type IndexEntry, type IndexView, type ItemIndex } from './itemIndex.js';
 
@@ -192,11 +192,26 @@ export class WritePipeline {
     const { orgId, fs, gitdir, logger } = this.deps;
     let published: PublishedBatch | null = null;
     if (built.head !== built.parent && built.head !== null && built.root !== null) {
+      const { head, root } = built;
       let flushed: PublishedBatch['flushed'];
+      let staged: Map<DerivedView, StagedView> = new Map();
       try {
-        flushed = await built.stager.flush(fs, gitdir);
-        await compareAndSwapRef({ fs, gitdir, expected: built.parent, next: built.head });
+        // The views stage their work while the pack is fsynced (the event loop is idle then),
+        // and make it visible only once the branch has moved (notify), or forget it.
+        let diskBusy: (busy: boolean) => void = () => undefined;
+        const busy = new Promise<boolean>((resolve) => (diskBusy = resolve));
+        const flushing = built.stager.flush(fs, gitdir, { whileSyncing: () => diskBusy(true) });
+        const staging = this.deps.views.stage({ parent: built.parent, head, root, commits: built.commits, written: built.written, state: built.overlay, diskBusy: busy });
+        try {
+          flushed = await flushing;
+          await compareAndSwapRef({ fs, gitdir, expected: built.parent, next: head });
+        } finally {
+          // A flush that failed before its fsync never said the disk was busy: nothing is to be staged then.
+          diskBusy(false);
+          staged = await staging;
+        }
       } catch (error) {
+        this.deps.views.rollback(staged);
         logger.error('commit failed; nothing was published', { org: orgId, error: String(error) });
         // Re-read the branch before answering, so a caller that retries at once sees what is really there.
         await this.deps.reload().catch((err: unknown) => logger.error('reload failed', { org: orgId, error: String(err) }));
@@ -204,9 +219,9 @@ export class WritePipeline {
         for (const o of outcomes) o.pending.reject(o.error === undefined ? error : o.error);
         return false;
       }
-      this.deps.advance({ overlay: built.overlay, head: built.head, root: built.root });
-      published = { parent: built.parent, head: built.head, root: built.root, commits: built.commits, written: built.written, flushed };
-      await this.deps.views.notify(published);
+      this.deps.advance({ overlay: built.overlay, head, root });
+      published = { parent: built.parent, head, root, commits: built.commits, written: built.written, flushed };
+      await this.deps.views.notify(published, staged);
     }
     for (const o of outcomes) {
       if (o.result) o.pending.resolve(o.result);

@@ -27,7 +27,7 @@ export function matchExpression(terms: SearchTerms): string {
   return `(${all}) NOT (${terms.exclude.map(quote).join(' OR ')})`;
 }
 
-/** The expression that says whether any included term is in the path (path matches rank first). */
+/** The expression, over the index of paths alone, that says whether any included term is in the path (path matches rank first). */
 export function pathMatchExpression(terms: SearchTerms): string {
-  return `path : (${terms.include.map(quote).join(' OR ')})`;
+  return terms.include.map(quote).join(' OR ');
 }

@@ -22,12 +22,13 @@ export interface SearchRow {
 }
 
 /** Changes to the schema or the tokenizer bump this: an index of another format is rebuilt, never misread. */
-const FORMAT = '1';
+const FORMAT = '2';
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
   CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, blob TEXT NOT NULL, need INTEGER NOT NULL);
   CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(path, body, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3');
+  CREATE VIRTUAL TABLE IF NOT EXISTS paths USING fts5(path, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3');
 `;
 
 /** Path matches weigh ten times a content match in BM25 (they also rank first, see `search`). */
@@ -35,7 +36,11 @@ const RANK = 'bm25(docs, 10.0, 1.0)';
 
 /**
  * The SQLite file of one organization's search index: an FTS5 table of paths
- * and contents, beside a table of what each row was built from. SQLite runs
+ * and contents, beside a table of what each row was built from. A second FTS5
+ * table holds the paths alone, with the same tokenizer and rowids: whether a
+ * term is in a path is then a lookup in a small index of paths, where asking
+ * the `docs` table (`path : term`) reads the term's whole doclist, contents
+ * included (5 ms of a 32 ms query for two common words, measured). SQLite runs
  * as WebAssembly (node-sqlite3-wasm): no native build at install.
  *
  * `synchronous = OFF`: the index is a cache of the repository, so it never
@@ -117,15 +122,43 @@ export class SearchDb {
 
   /** Runs `fn` in one transaction: all of it lands, or none. */
   transaction<T>(fn: () => T): T {
-    this.db.exec('BEGIN');
+    this.begin();
     try {
       const out = fn();
-      this.db.exec('COMMIT');
+      this.commit();
       return out;
     } catch (err) {
-      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      this.rollback();
       throw err;
     }
+  }
+
+  begin(): void {
+    this.db.exec('BEGIN');
+  }
+
+  /** Copies the write-ahead log into the file now, so that no COMMIT has to (SQLite does it at the COMMIT that fills 1,000 pages). */
+  checkpoint(): void {
+    this.db.exec('PRAGMA wal_checkpoint(PASSIVE)');
+  }
+
+  commit(): void {
+    this.db.exec('COMMIT');
+  }
+
+  /** Undoes the open transaction, if one is open (a failed COMMIT may have ended it already). */
+  rollback(): void {
+    if (this.db.inTransaction) this.db.exec('ROLLBACK');
+  }
+
+  /**
+   * Does now, inside the open transaction, the work FTS5 would otherwise do at COMMIT: writing its
+   * pending terms as a new segment and merging segments (automerge). Opening a savepoint makes FTS5
+   * flush (its xSavepoint). Measured on 50,000 items, one item per transaction: COMMIT falls from
+   * 1.7–2.2 ms of CPU on average to 0.6–0.7 ms, the rest moved here.
+   */
+  flushPending(): void {
+    this.db.exec('SAVEPOINT flush; RELEASE flush');
   }
 
   setHead(head: string | null): void {
@@ -140,6 +173,8 @@ export class SearchDb {
     let id: number;
     if (existing === undefined) {
       id = Number(this.use('INSERT INTO items (path, blob, need) VALUES (?, ?, ?)', (st) => st.run([path, blob, need]).lastInsertRowid));
+      // A row's path never changes (a path is its key), so `paths` is written once per row.
+      this.use('INSERT INTO paths (rowid, path) VALUES (?, ?)', (st) => st.run([id, path]));
     } else {
       id = existing;
       this.use('DELETE FROM docs WHERE rowid = ?', (st) => st.run([existing]));
@@ -151,6 +186,7 @@ export class SearchDb {
 
   remove(id: number): void {
     this.use('DELETE FROM docs WHERE rowid = ?', (st) => st.run([id]));
+    this.use('DELETE FROM paths WHERE rowid = ?', (st) => st.run([id]));
     this.use('DELETE FROM items WHERE id = ?', (st) => st.run([id]));
   }
 
@@ -176,7 +212,7 @@ export class SearchDb {
     const mask = needs.reduce((m, n) => m | (1 << n), 0);
     const sql = `
       SELECT items.id AS id, items.path AS path, ${RANK} AS rank,
-             docs.rowid IN (SELECT rowid FROM docs WHERE docs MATCH :pathMatch) AS inPath
+             docs.rowid IN (SELECT rowid FROM paths WHERE paths MATCH :pathMatch) AS inPath
       FROM docs JOIN items ON items.id = docs.rowid
       WHERE docs MATCH :match AND ((:mask >> items.need) & 1) = 1
         ${range ? 'AND items.path >= :from AND items.path < :to' : ''}
@@ -193,7 +229,8 @@ export class SearchDb {
 
   /** The row's content around its best match, matches wrapped in « ». */
   snippet(match: string, id: number): string {
-    const row = this.use("SELECT snippet(docs, 1, '«', '»', '…', 32) AS s FROM docs WHERE docs MATCH ? AND rowid = ?", (st) => st.get([match, id]));
+    // `all`, not `get`: a statement left before its end stays active, and an active statement keeps a checkpoint from running.
+    const [row] = this.use("SELECT snippet(docs, 1, '«', '»', '…', 32) AS s FROM docs WHERE docs MATCH ? AND rowid = ?", (st) => st.all([match, id]));
     return row ? String(row.s) : '';
   }
 

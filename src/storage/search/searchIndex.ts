@@ -1,8 +1,9 @@
 import type { Logger } from '../../common/log.js';
-import type { DerivedView, PublishedBatch } from '../repo/derivedViews.js';
-import type { IndexEntry } from '../repo/itemIndex.js';
+import type { DerivedView, PublishedBatch, StagedView, StagingBatch } from '../repo/derivedViews.js';
+import type { IndexEntry, IndexView } from '../repo/itemIndex.js';
 import type { FolderRule, ItemRecord } from '../repo/itemRecord.js';
 import { matchExpression, pathMatchExpression, type SearchTerms } from './matchExpression.js';
+import { ReadGate } from './readGate.js';
 import { SearchDb, type IndexedItem } from './searchDb.js';
 
 /** What the index reads of the repository: the live index, content, and the folder rules. */
@@ -21,6 +22,13 @@ export interface SearchSource {
  */
 export type ReadNeed = (record: ItemRecord, rules: Pick<SearchSource, 'folderRule'>) => number;
 
+/** One path's change in a batch: its live entry (none: gone), and the text to index when its content changed. */
+interface Update {
+  path: string;
+  entry: IndexEntry | undefined;
+  text?: string;
+}
+
 export interface SearchHit {
   entry: IndexEntry;
   score: number;
@@ -32,6 +40,13 @@ export const PROGRESS_EVERY = 5_000;
 /** Items written per transaction while catching up (a crash loses at most this much of a rebuild). */
 const CATCH_UP_CHUNK = 500;
 
+/**
+ * Staged batches between two checkpoints of the write-ahead log, each done while a pack is fsynced.
+ * A single-item batch writes ~10–30 pages, so the log rarely reaches the 1,000 pages at which SQLite
+ * would checkpoint inside a COMMIT, after the ref update, while the writers wait.
+ */
+const CHECKPOINT_EVERY = 16;
+
 /** The longest snippet handed out, in characters. */
 export const MAX_SNIPPET_CHARS = 300;
 
@@ -42,9 +57,14 @@ export const MAX_SNIPPET_CHARS = 300;
  * every live item) and brought up to date, reading only what differs; missing,
  * of another format or damaged, it is built again from the tree.
  *
- * It is a derived view of the write pipeline: each published batch is applied
- * in one transaction before the writers are answered, so a 200 PUT is found by
- * the next request, and a delete, purge, restore or folder rule is in effect.
+ * It is a derived view of the write pipeline: each batch is applied in one
+ * transaction before the writers are answered, so a 200 PUT is found by the
+ * next request, and a delete, purge, restore or folder rule is in effect. The
+ * transaction is written while the batch's pack is fsynced (`stage`) and
+ * committed once the branch has moved; queries wait while it is open (the
+ * ReadGate), so none sees a write that is not published. A batch that changes
+ * a folder rule (any item's read rank may move) is applied after it is
+ * published instead (`published`).
  */
 export class SearchIndex implements DerivedView {
   readonly name = 'search index';
@@ -52,6 +72,10 @@ export class SearchIndex implements DerivedView {
   private indexed = new Map<string, IndexedItem>();
   /** Set when a batch could not be applied: the next query catches up first. */
   private stale = false;
+  /** Batches staged since the write-ahead log was last copied into the file. */
+  private stagedSinceCheckpoint = 0;
+  /** Closed while a staged transaction is open: queries (and catch-ups) wait. */
+  private readonly gate = new ReadGate();
 
   private constructor(
     private readonly db: SearchDb,
@@ -96,10 +120,12 @@ export class SearchIndex implements DerivedView {
     const every = this.progressEvery;
     const building = stale.length > every;
     if (building) this.logger.info('search index: building', { org: this.orgId, items: stale.length, of: live.size });
+    await this.gate.idle();
     this.db.transaction(() => removed.forEach((path) => this.drop(path)));
     for (let i = 0; i < stale.length; i += CATCH_UP_CHUNK) {
       const chunk = stale.slice(i, i + CATCH_UP_CHUNK);
       const texts = await Promise.all(chunk.map((e) => this.textOf(e)));
+      await this.gate.idle();
       this.db.transaction(() =>
         chunk.forEach((e, j) => {
           // A batch published while the texts were read may have replaced this item: it has indexed the newer one.
@@ -111,6 +137,7 @@ export class SearchIndex implements DerivedView {
         this.logger.info('search index: building', { org: this.orgId, done, of: stale.length });
       }
     }
+    await this.gate.idle();
     const needs = this.db.transaction(() => {
       const n = this.refreshNeeds();
       this.db.setHead(head);
@@ -124,36 +151,68 @@ export class SearchIndex implements DerivedView {
     return changed;
   }
 
+  /**
+   * Writes what a batch will publish while its pack is fsynced, in a transaction left open (queries
+   * wait) until the branch has moved (`commit`) or the write failed (`rollback`). Null, to follow
+   * the batch in `published` instead, when it changes a folder rule, when the write failed before
+   * its fsync, or when writing failed.
+   */
+  async stage(batch: StagingBatch): Promise<StagedView | null> {
+    const { paths, rulesChanged } = changedPaths(batch);
+    if (rulesChanged) return null;
+    const updates = await this.updatesFor(paths, batch.state, batch.written);
+    if (!(await batch.diskBusy)) return null;
+    // No transaction is open here: the one of the batch before was committed before this batch's publish began.
+    if (++this.stagedSinceCheckpoint >= CHECKPOINT_EVERY) {
+      this.stagedSinceCheckpoint = 0;
+      try {
+        this.db.checkpoint();
+      } catch (err) {
+        // Only a head start: SQLite checkpoints by itself at a later COMMIT.
+        this.logger.debug('search index: checkpoint skipped', { org: this.orgId, error: String(err) });
+      }
+    }
+    this.db.begin();
+    try {
+      this.apply(updates, batch.head, batch.state);
+      this.db.flushPending();
+    } catch (err) {
+      this.undo();
+      this.logger.warn('search index: could not stage a batch; applying it once published', { org: this.orgId, error: String(err) });
+      return null;
+    }
+    this.gate.close();
+    return {
+      commit: () => {
+        try {
+          this.db.commit();
+        } catch (err) {
+          this.undo();
+          this.stale = true;
+          throw err;
+        } finally {
+          this.gate.open();
+        }
+      },
+      rollback: () => {
+        try {
+          this.undo();
+        } finally {
+          this.gate.open();
+        }
+      },
+    };
+  }
+
   /** Applies what a batch published; on failure the index is marked stale and caught up before the next query. */
   async published(batch: PublishedBatch): Promise<void> {
     try {
-      const paths = new Set<string>();
-      let rulesChanged = false;
-      for (const commit of batch.commits) {
-        if (commit.item) {
-          paths.add(commit.item.path);
-          // A move leaves its old path: dropped there, indexed at the new one.
-          if (commit.item.from !== undefined) paths.add(commit.item.from);
-        } else rulesChanged = true;
-      }
-      const updates: Array<{ path: string; entry: IndexEntry | undefined; text?: string }> = [];
-      for (const path of paths) {
-        const entry = this.source.get(path);
-        const live = entry && entry.record.deletedAt === null ? entry : undefined;
-        if (live && this.indexed.get(path)?.blob !== live.blobOid) {
-          updates.push({ path, entry: live, text: batch.written.get(live.blobOid) ?? (await this.textOf(live)) });
-        } else {
-          updates.push({ path, entry: live });
-        }
-      }
+      const { paths, rulesChanged } = changedPaths(batch);
+      const updates = await this.updatesFor(paths, this.source, batch.written);
+      await this.gate.idle();
       this.db.transaction(() => {
-        for (const { path, entry, text } of updates) {
-          if (!entry) this.drop(path);
-          else if (text !== undefined) this.write(entry, text);
-          else this.refreshNeed(entry);
-        }
+        this.apply(updates, batch.head, this.source);
         if (rulesChanged) this.refreshNeeds();
-        this.db.setHead(batch.head);
       });
     } catch (err) {
       this.stale = true;
@@ -163,12 +222,50 @@ export class SearchIndex implements DerivedView {
     }
   }
 
+  /** What each changed path becomes in `state`, with its text when its content changed. */
+  private async updatesFor(paths: Iterable<string>, state: Pick<IndexView, 'get'>, written: ReadonlyMap<string, string>): Promise<Update[]> {
+    const updates: Update[] = [];
+    for (const path of paths) {
+      const entry = state.get(path);
+      const live = entry && entry.record.deletedAt === null ? entry : undefined;
+      if (live && this.indexed.get(path)?.blob !== live.blobOid) {
+        updates.push({ path, entry: live, text: written.get(live.blobOid) ?? (await this.textOf(live)) });
+      } else {
+        updates.push({ path, entry: live });
+      }
+    }
+    return updates;
+  }
+
+  /** Inside a transaction: the updates' rows, read ranks under `rules`, and the head they bring the index to. */
+  private apply(updates: readonly Update[], head: string, rules: Pick<SearchSource, 'folderRule'>): void {
+    for (const { path, entry, text } of updates) {
+      if (!entry) this.drop(path);
+      else if (text !== undefined) this.write(entry, text, rules);
+      else this.refreshNeed(entry, rules);
+    }
+    this.db.setHead(head);
+  }
+
+  /** Rolls the open transaction back; the in-memory copy is read again from the file. */
+  private undo(): void {
+    try {
+      this.db.rollback();
+    } finally {
+      this.indexed = this.db.indexed();
+    }
+  }
+
   /**
    * The best matches the caller may read (`needs`: the ranks it may read), from `offset` on.
    * Work per query is bounded by the match itself: the caller bounds the terms.
    */
   async search(args: { terms: SearchTerms; needs: readonly number[]; prefix?: string; limit: number; offset: number }): Promise<SearchHit[]> {
-    if (this.stale) await this.catchUp();
+    // From here to the answer nothing awaits: no staged transaction can open while the query reads.
+    while (this.gate.closed || this.stale) {
+      await this.gate.idle();
+      if (this.stale) await this.catchUp();
+    }
     const match = matchExpression(args.terms);
     const rows = this.db.search({
       match,
@@ -211,9 +308,9 @@ export class SearchIndex implements DerivedView {
     this.db.close();
   }
 
-  private write(entry: IndexEntry, text: string): void {
+  private write(entry: IndexEntry, text: string, rules: Pick<SearchSource, 'folderRule'> = this.source): void {
     const { path } = entry.record;
-    const need = this.readNeed(entry.record, this.source);
+    const need = this.readNeed(entry.record, rules);
     const id = this.db.put({ path, blob: entry.blobOid, need, text, id: this.indexed.get(path)?.id });
     this.indexed.set(path, { id, blob: entry.blobOid, need });
   }
@@ -225,10 +322,10 @@ export class SearchIndex implements DerivedView {
     this.indexed.delete(path);
   }
 
-  private refreshNeed(entry: IndexEntry): boolean {
+  private refreshNeed(entry: IndexEntry, rules: Pick<SearchSource, 'folderRule'> = this.source): boolean {
     const row = this.indexed.get(entry.record.path);
     if (!row) return false;
-    const need = this.readNeed(entry.record, this.source);
+    const need = this.readNeed(entry.record, rules);
     if (need === row.need) return false;
     this.db.setNeed(row.id, need);
     row.need = need;
@@ -246,6 +343,20 @@ export class SearchIndex implements DerivedView {
   private async textOf(entry: IndexEntry): Promise<string> {
     return entry.record.itemType === 'text' ? this.source.readContent(entry) : '';
   }
+}
+
+/** The item paths a batch's commits changed, and whether one of them changed a folder rule. */
+function changedPaths(batch: Pick<PublishedBatch, 'commits'>): { paths: Set<string>; rulesChanged: boolean } {
+  const paths = new Set<string>();
+  let rulesChanged = false;
+  for (const commit of batch.commits) {
+    if (commit.item) {
+      paths.add(commit.item.path);
+      // A move leaves its old path: dropped there, indexed at the new one.
+      if (commit.item.from !== undefined) paths.add(commit.item.from);
+    } else rulesChanged = true;
+  }
+  return { paths, rulesChanged };
 }
 
 /** The paths under a folder prefix ("a/b/") as a range of strings: [prefix, prefix with its last "/" raised by one). */

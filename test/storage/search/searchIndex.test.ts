@@ -193,6 +193,29 @@ describe('storage/search: the index beside the repository', function () {
     expect((await store.verify('acme', STORE_RULES)).problems).to.deep.equal([]);
   });
 
+  it('ranks path matches first for words, phrases, prefixes and accents, and forgets the path of a deleted item', async () => {
+    const store = open();
+    await put(store, 'notes/a.md', 'Sour dough starter and café notes, then more sour dough.');
+    await put(store, 'sour-dough/recipe.md', 'Flour and water.');
+    await put(store, 'cafe/menu.md', 'Sour dough toast.');
+    await put(store, 'bread/sourdough.md', 'A sour dough starter.');
+    const ranked = async (q: string): Promise<string[]> =>
+      (await searchItems({ repo: await repoOf(store), actor: ADMIN, q, limit: 100 })).results.map((r) => `${r.record.path}${r.score > 1 ? ' (path)' : ''}`);
+    // The phrase is in the first path (`sour-dough` is the words `sour dough`); the others hold it in their content.
+    expect((await ranked('"sour dough"'))[0]).to.equal('sour-dough/recipe.md (path)');
+    expect(await ranked('"sour dough"')).to.have.length(4);
+    expect((await ranked('sourd*'))[0]).to.equal('bread/sourdough.md (path)');
+    expect((await ranked('café'))[0]).to.equal('cafe/menu.md (path)');
+    expect((await ranked('café')).slice(1)).to.deep.equal(['notes/a.md']);
+    // A word in one path and another in the content: a path match still, as long as the item holds both.
+    expect(await ranked('menu toast')).to.deep.equal(['cafe/menu.md (path)']);
+    // The last row deleted: the next item takes its row id, and must not inherit its path.
+    await deleteItem({ repo: await repoOf(store), actor: ADMIN, path: 'bread/sourdough.md' });
+    await put(store, 'other/toast.md', 'Toast with bread.');
+    expect(await ranked('bread')).to.deep.equal(['other/toast.md']);
+    expect(await ranked('toast')).to.deep.equal(['other/toast.md (path)', 'cafe/menu.md']);
+  });
+
   it('a query that fails does not break the next ones (SQLite statements are compiled afresh)', async () => {
     const store = open();
     await put(store, 'e/a.md', 'lime');

@@ -1,0 +1,137 @@
+import { promises as nodeFs } from 'node:fs';
+import { expect } from 'chai';
+import { silentLogger } from '../../../src/common/log.js';
+import type { Actor } from '../../../src/domain/keys.js';
+import { putItem } from '../../../src/domain/items.js';
+import { readNeed, searchItems } from '../../../src/domain/search.js';
+import type { FileHandleLike, FsPromises } from '../../../src/storage/fs/fs.js';
+import { readRef } from '../../../src/storage/git/refs.js';
+import type { OrgRepo } from '../../../src/storage/repo/orgRepo.js';
+import { OrgStore } from '../../../src/storage/repo/orgStore.js';
+import { hostGit } from '../../support/git.js';
+import { tmpDir } from '../../support/tmp.js';
+
+/**
+ * The index writes a batch while the batch's pack is fsynced, in a transaction
+ * it commits only once the branch has moved. These tests hold that fsync open
+ * (and fail the ref update) to check what a query sees meanwhile: never a
+ * write that is not published, and nothing of a write that failed.
+ */
+
+const ADMIN: Actor = { keyId: 'key_admin', keyName: 'admin', orgId: 'acme', role: 'admin' };
+
+/** node's fs, except that a pack's fsync can be held until released, and the ref update made to fail. */
+class HeldFs {
+  holding = false;
+  failRefUpdate = false;
+  /** Resolves when a held fsync starts. */
+  syncHeld: Promise<void> = new Promise(() => undefined);
+  private release: () => void = () => undefined;
+  private held: () => void = () => undefined;
+
+  hold(): void {
+    this.holding = true;
+    this.syncHeld = new Promise((resolve) => (this.held = resolve));
+  }
+
+  letGo(): void {
+    this.holding = false;
+    this.release();
+  }
+
+  readonly fs: FsPromises = {
+    ...(nodeFs as unknown as FsPromises),
+    open: async (path: string, flags: string, mode?: number): Promise<FileHandleLike> => {
+      const handle = await nodeFs.open(path, flags, mode);
+      if (!this.holding || !path.includes('/tmp_pack_')) return handle;
+      return {
+        write: (data) => (typeof data === 'string' ? handle.write(data) : handle.write(data)),
+        chmod: (m) => handle.chmod(m),
+        close: () => handle.close(),
+        sync: async () => {
+          const released = new Promise<void>((resolve) => (this.release = resolve));
+          this.held();
+          await released;
+          await handle.sync();
+        },
+      };
+    },
+    rename: async (from: string, to: string): Promise<void> => {
+      if (this.failRefUpdate && to.endsWith('/refs/heads/main')) {
+        this.failRefUpdate = false;
+        throw Object.assign(new Error('EIO: i/o error (injected)'), { code: 'EIO' });
+      }
+      await nodeFs.rename(from, to);
+    },
+  };
+}
+
+describe('storage/search: a batch staged while its pack is fsynced', function () {
+  this.timeout(30_000);
+
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let store: OrgStore;
+  let held: HeldFs;
+  let repo: OrgRepo;
+
+  const put = (path: string, content: string): ReturnType<typeof putItem> => putItem({ repo, actor: ADMIN, path, content, maxContentBytes: 1 << 20 });
+  const found = async (q: string): Promise<string[]> => (await searchItems({ repo, actor: ADMIN, q, limit: 100 })).results.map((r) => r.record.path).sort();
+  const ticks = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+  };
+
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tmpDir('ks-search-staged'));
+    held = new HeldFs();
+    store = new OrgStore({ fs: held.fs, dataDir: dir, logger: silentLogger, git: hostGit, owner: true, search: { readNeed } });
+    await store.create('acme', new Date('2026-01-01T00:00:00Z'));
+    const opened = await store.get('acme');
+    if (!opened) throw new Error('no organization acme');
+    repo = opened;
+    await put('notes/a.md', 'apple');
+  });
+  afterEach(async () => {
+    held.letGo();
+    await store.closeAll().catch(() => undefined);
+    await cleanup();
+  });
+
+  it('a query that starts while the write is being made durable waits, and sees it only once it is published', async () => {
+    const before = await readRef(held.fs, repo.gitdir);
+    held.hold();
+    const writing = put('notes/b.md', 'apple banana');
+    await held.syncHeld;
+    await ticks(5); // the index has staged the batch by now: its transaction is open
+    let answered: string[] | null = null;
+    const searching = found('banana').then((paths) => (answered = paths));
+    await ticks(20);
+    expect(answered, 'a query answered while a staged transaction was open').to.equal(null);
+    expect(await readRef(held.fs, repo.gitdir)).to.equal(before);
+    held.letGo();
+    await writing;
+    expect(await searching).to.deep.equal(['notes/b.md']);
+    expect(await found('apple')).to.deep.equal(['notes/a.md', 'notes/b.md']);
+  });
+
+  it('a write that fails after its batch was staged leaves nothing of it in the index', async () => {
+    held.hold();
+    held.failRefUpdate = true;
+    const writing = put('notes/c.md', 'cherry').then(
+      () => 'answered 200',
+      () => 'failed',
+    );
+    await held.syncHeld;
+    await ticks(5);
+    const searching = found('cherry');
+    held.letGo();
+    expect(await writing).to.equal('failed');
+    expect(await searching).to.deep.equal([]);
+    expect(await found('apple')).to.deep.equal(['notes/a.md']);
+    expect(repo.search?.differences()).to.deep.equal([]);
+    // The same write, once the disk behaves, is found by the next query.
+    await put('notes/c.md', 'cherry');
+    expect(await found('cherry')).to.deep.equal(['notes/c.md']);
+    expect(repo.search?.differences()).to.deep.equal([]);
+  });
+});
