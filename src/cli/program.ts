@@ -1,8 +1,9 @@
-import { Command, Option } from 'commander';
+import { Command, Option, type OutputConfiguration } from 'commander';
 import { loadConfig, type ConfigOverrides } from '../app/config.js';
 import { startServer } from '../app/server.js';
 import { openAdminStore, openExclusiveStore, type Store } from '../app/store.js';
 import { isKnowledgeError } from '../common/errors.js';
+import { packageVersion } from '../common/packageInfo.js';
 import { createLogger } from '../common/log.js';
 import { OrgNotFound } from '../domain/errors.js';
 import { STORE_RULES } from '../domain/integrity.js';
@@ -52,10 +53,19 @@ const print = (opts: Common, text: string, json: unknown): void => {
 const dataDirOption = (): Option => new Option('--data-dir <dir>', 'data directory (default: $KNOWLEDGE_DATA_DIR or ./data)');
 const jsonOption = (): Option => new Option('--json', 'print machine-readable JSON');
 
-export function buildProgram(): Command {
+/**
+ * The command, ready to parse. It never exits the process: a usage error (and --help, --version) is
+ * thrown as a CommanderError, which main.ts turns into exit code 2 (0 for help and version).
+ * `output` replaces commander's writers (main.ts silences them under --json, to print JSON instead).
+ * Set on the root before the subcommands are added, so that they inherit it.
+ */
+export function buildProgram(options: { output?: OutputConfiguration } = {}): Command {
   const program = new Command('knowledge-store')
     .description('A git-backed knowledge store: one bare git repository per organization.')
-    .showHelpAfterError();
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .showHelpAfterError()
+    .exitOverride();
+  if (options.output) program.configureOutput(options.output);
 
   program
     .command('serve')
