@@ -493,7 +493,7 @@ describe('cli (knowledge-store as a child process)', function () {
         expect(run.code, c.args.join(' ')).to.equal(c.exit);
         const lines = run.stderr.trimEnd().split('\n');
         expect(lines, run.stderr).to.have.length(1);
-        const body = JSON.parse(lines[0]) as { error: string; code: string };
+        const body = JSON.parse(lines[0] ?? '') as { error: string; code: string };
         expect(body.code, c.args.join(' ')).to.equal(c.code);
         expect(body.error).to.match(c.error);
       }

@@ -12,6 +12,8 @@ import { importOrganization } from '../domain/orgImport.js';
 import { createOrganization, validateOrgId } from '../domain/orgs.js';
 import { isRole } from '../domain/permissions.js';
 import { searchItems } from '../domain/search.js';
+import { addItemCommands } from './itemCommands.js';
+import { jsonOption, print } from './output.js';
 
 /**
  * `knowledge-store`: the server and the admin commands (see README, Configuration). Results
@@ -46,12 +48,8 @@ async function ownedStores(opts: Common): Promise<Store | null> {
   }
 }
 
-const print = (opts: Common, text: string, json: unknown): void => {
-  process.stdout.write(`${opts.json ? JSON.stringify(json, null, 2) : text}\n`);
-};
 
 const dataDirOption = (): Option => new Option('--data-dir <dir>', 'data directory (default: $KNOWLEDGE_DATA_DIR or ./data)');
-const jsonOption = (): Option => new Option('--json', 'print machine-readable JSON');
 
 /**
  * The command, ready to parse. It never exits the process: a usage error (and --help, --version) is
@@ -261,6 +259,8 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
       );
       print(opts, lines.join('\n') || 'No organizations.', reports);
     });
+
+  addItemCommands(program);
 
   return program;
 }
