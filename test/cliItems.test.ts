@@ -27,6 +27,7 @@ function cli(args: string[], options: { env?: Record<string, string | undefined>
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: '' };
   delete env.KNOWLEDGE_URL;
   delete env.KNOWLEDGE_KEY;
+  delete env.KNOWLEDGE_DATA_DIR;
   for (const [name, value] of Object.entries(options.env ?? {})) {
     if (value === undefined) delete env[name];
     else env[name] = value;
@@ -179,6 +180,48 @@ describe('cli item commands (against a running server)', function () {
     await fails(['item', 'get'], 2, /missing required argument 'path'/);
     const run = await fails(['item', 'search', 'x', '--limit', 'many', '--json'], 2, /./);
     expect(JSON.parse(run.stderr)).to.include({ code: 'USAGE_ERROR' });
+  });
+});
+
+describe('cli org list', function () {
+  this.timeout(60_000);
+
+  it('lists every organization with its live and trashed item counts, beside a running server; --json', async () => {
+    const server = await startTestServer();
+    try {
+      const env = { KNOWLEDGE_DATA_DIR: server.dataDir };
+      const empty = await cli(['org', 'list'], { env });
+      expect(empty.code, empty.stderr).to.equal(0);
+      expect(empty.stdout).to.equal('ID\tITEMS\tIN TRASH\ndefault\t0\t0\n');
+
+      await server.org('acme');
+      for (const path of ['a.md', 'docs/b.md', 'docs/c.md']) {
+        await api(`${server.url}/api/v1/knowledge/items/${path}`, { method: 'PUT', key: server.adminKey, body: { content: path } });
+      }
+      await api(`${server.url}/api/v1/knowledge/items/docs/c.md`, { method: 'DELETE', key: server.adminKey });
+      const text = await cli(['org', 'list', '--data-dir', server.dataDir]);
+      expect(text.code, text.stderr).to.equal(0);
+      expect(text.stdout).to.equal('ID\tITEMS\tIN TRASH\nacme\t0\t0\ndefault\t2\t1\n');
+      const json = await cli(['org', 'list', '--json'], { env });
+      expect(JSON.parse(json.stdout)).to.deep.equal([
+        { orgId: 'acme', items: 0, trashed: 0 },
+        { orgId: 'default', items: 2, trashed: 1 },
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an empty data directory has no organizations', async () => {
+    const dir = await tmpDir('ks-cli-orgs');
+    try {
+      const run = await cli(['org', 'list', '--data-dir', join(dir.dir, 'data')]);
+      expect(run.code, run.stderr).to.equal(0);
+      expect(run.stdout).to.equal('No organizations.\n');
+      expect(JSON.parse((await cli(['org', 'list', '--json', '--data-dir', join(dir.dir, 'data')])).stdout)).to.deep.equal([]);
+    } finally {
+      await dir.cleanup();
+    }
   });
 });
 

@@ -112,6 +112,19 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     });
 
   org
+    .command('list')
+    .description('list the organizations, with how many items each holds (live, and in the trash)')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (opts: Common) => {
+      const { orgs } = stores(opts);
+      const list = [];
+      for (const orgId of await orgs.list()) list.push({ orgId, ...(await orgs.countItems(orgId)) });
+      const rows = list.map((o) => [o.orgId, o.items, o.trashed].join('\t'));
+      print(opts, list.length ? ['ID\tITEMS\tIN TRASH', ...rows].join('\n') : 'No organizations.', list);
+    });
+
+  org
     .command('import <orgId>')
     .description('create an organization from a clone of another one (backup restore); prints its new admin key')
     .requiredOption('--from <source>', 'git URL or path of the repository (e.g. a backup clone)')
