@@ -14,6 +14,7 @@ import { isRole } from '../domain/permissions.js';
 import { searchItems } from '../domain/search.js';
 import { addItemCommands } from './itemCommands.js';
 import { jsonOption, print } from './output.js';
+import { createProgress, silentProgress, type Progress } from './progress.js';
 
 /**
  * `knowledge-store`: the server and the admin commands (see README, Configuration). Results
@@ -33,13 +34,11 @@ function stores(opts: Common): Store & { serverPid(): Promise<number | null> } {
 
 /**
  * The data directory held by this command alone, with the search index open (building it if need
- * be, progress on stderr); null while a server holds it (the index has one writer: the server).
+ * be, its progress shown by `progress`); null while a server holds it (the index has one writer: the server).
  */
-async function ownedStores(opts: Common): Promise<Store | null> {
+async function ownedStores(opts: Common, progress: Progress): Promise<Store | null> {
   const config = loadConfig(process.env, { dataDir: opts.dataDir, logLevel: 'warn' });
-  // Warnings, and the index's build progress (a first search of a large organization takes a while).
-  const shown = /"level":"(warn|error)"|"msg":"search index/;
-  const logger = createLogger({ level: 'info', write: (line) => void (shown.test(line) && process.stderr.write(line)) });
+  const logger = createLogger({ level: 'info', write: (line) => showLogLine(line, progress) });
   try {
     return await openExclusiveStore({ dataDir: config.dataDir, logger });
   } catch (err) {
@@ -48,6 +47,23 @@ async function ownedStores(opts: Common): Promise<Store | null> {
   }
 }
 
+/**
+ * Of the store's log, warnings and the index's build progress (a first search of a large organization
+ * takes a while): the build as a bar on a terminal, every line as it is elsewhere.
+ */
+function showLogLine(line: string, progress: Progress): void {
+  if (!/"level":"(warn|error)"|"msg":"search index/.test(line)) return;
+  const text = line.trimEnd();
+  const entry = JSON.parse(text) as { msg?: unknown; org?: unknown; done?: unknown; items?: unknown; of?: unknown };
+  if (entry.msg === 'search index: building' && typeof entry.of === 'number') {
+    const total = typeof entry.items === 'number' ? entry.items : entry.of;
+    const done = typeof entry.done === 'number' ? entry.done : 0;
+    progress.update({ label: `Indexing ${String(entry.org)}`, done, total, line: text });
+    if (done >= total) progress.done();
+  } else {
+    progress.log(text);
+  }
+}
 
 const dataDirOption = (): Option => new Option('--data-dir <dir>', 'data directory (default: $KNOWLEDGE_DATA_DIR or ./data)');
 
@@ -132,9 +148,11 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .addOption(jsonOption())
     .action(async (orgId: string, opts: Common & { from: string }) => {
       const { orgs, keys } = stores(opts);
-      const progress = (line: string): void => void process.stderr.write(`${line}\n`);
-      const imported = await importOrganization({ orgs, keys, orgId, source: opts.from, progress });
-      progress(`Imported ${imported.orgId}: ${imported.items} items, ${imported.trashed} in trash.`);
+      const progress = createProgress();
+      const imported = await importOrganization({ orgs, keys, orgId, source: opts.from, progress: (line) => progress.step(line) }).finally(() =>
+        progress.done(),
+      );
+      progress.log(`Imported ${imported.orgId}: ${imported.items} items, ${imported.trashed} in trash.`);
       print(opts, imported.secret, { orgId: imported.orgId, keyId: imported.keyId, key: imported.secret, items: imported.items, trashed: imported.trashed });
     });
 
@@ -189,17 +207,20 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .addOption(jsonOption())
     .action(async (opts: Common & { org?: string }) => {
       // The search index is checked only by its one writer: this command, when no server holds the directory.
-      const owned = await ownedStores(opts);
+      const progress = createProgress();
+      const owned = await ownedStores(opts, progress);
       const { orgs } = owned ?? stores(opts);
-      if (!owned && !opts.json) process.stderr.write('A server holds the data directory: its search index is not checked.\n');
+      if (!owned && !opts.json) progress.log('A server holds the data directory: its search index is not checked.');
+      const checking = opts.json ? silentProgress : progress;
       try {
         const ids = opts.org ? [validateOrgId(opts.org)] : await orgs.list();
         const reports = [];
-        for (const orgId of ids) {
+        for (const [i, orgId] of ids.entries()) {
           if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
-          if (!opts.json) process.stderr.write(`Checking ${orgId}...\n`);
+          checking.update({ label: `Checking ${orgId}`, done: i, total: ids.length, line: `Checking ${orgId}...` });
           reports.push(await orgs.verify(orgId, STORE_RULES));
         }
+        progress.done();
         const lines = reports.map((r) =>
           r.problems.length === 0
             ? `${r.orgId}: OK (${r.items} items, ${r.trashed} in trash, head ${r.head?.slice(0, 12) ?? 'none'}${r.search ? ', search index in step' : ''})`
@@ -208,6 +229,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
         print(opts, lines.join('\n') || 'No organizations.', reports);
         if (reports.some((r) => r.problems.length > 0)) process.exitCode = 1;
       } finally {
+        progress.done();
         await owned?.close();
       }
     });
@@ -224,7 +246,9 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .action(async (q: string, opts: Common & { org: string; role: string; prefix?: string; limit: string }) => {
       if (!isRole(opts.role)) throw new Error(`--role must be reader, writer or admin (got "${opts.role}")`);
       const orgId = validateOrgId(opts.org);
-      const store = await ownedStores(opts);
+      const progress = createProgress();
+      const store = await ownedStores(opts, progress);
+      progress.done();
       if (!store) {
         throw new Error('a server holds the data directory and its search index; search through it: GET /api/v1/knowledge/search?q=...');
       }
@@ -258,13 +282,19 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
         throw new Error(`--full needs the server${running ? ` (pid ${running})` : ''} stopped; without it, gc is safe while it runs`);
       }
       const reports = [];
-      for (const orgId of ids) {
-        if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
-        if (!opts.json) {
-          const counts = await orgs.countObjects(orgId);
-          process.stderr.write(`Repacking ${orgId} (${counts.packs} pack(s), ${counts.loose} loose objects)...\n`);
+      const progress = opts.json ? silentProgress : createProgress();
+      try {
+        for (const [i, orgId] of ids.entries()) {
+          if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
+          if (!opts.json) {
+            const counts = await orgs.countObjects(orgId);
+            const line = `Repacking ${orgId} (${counts.packs} pack(s), ${counts.loose} loose objects)...`;
+            progress.update({ label: `Repacking ${orgId}`, done: i, total: ids.length, line });
+          }
+          reports.push({ orgId, ...(await orgs.repack(orgId, { full: opts.full === true })) });
         }
-        reports.push({ orgId, ...(await orgs.repack(orgId, { full: opts.full === true })) });
+      } finally {
+        progress.done();
       }
       const mib = (n: number): string => `${(n / 1048576).toFixed(1)} MiB`;
       const lines = reports.map(
