@@ -461,6 +461,44 @@ describe('cli (knowledge-store as a child process)', function () {
       await fails(['key', 'list', '--org', 'acme', '--data-dir', D, '--bogus'], /unknown option/);
     });
 
+    it('--version prints the package version and exits 0', async () => {
+      const { version } = JSON.parse(await nodeFs.readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+      expect(await ok(['--version'])).to.equal(`${version}\n`);
+      expect(await ok(['-V'])).to.equal(`${version}\n`);
+    });
+
+    it('exit code 2 for usage errors (commander\'s), 1 for failures', async () => {
+      const usage: string[][] = [
+        ['frobnicate'],
+        ['key', 'list', '--org', 'acme', '--data-dir', D, '--bogus'],
+        ['org', 'create', '--data-dir', D], // missing argument
+        ['key', 'list', '--data-dir', D], // missing required option
+        ['key', 'list', '--data-dir', D, '--org'], // option without its value
+        ['org'], // a group without its command
+      ];
+      for (const args of usage) expect((await fails(args)).code, args.join(' ')).to.equal(2);
+      expect((await fails(['key', 'list', '--org', 'nope', '--data-dir', D], /nope/)).code).to.equal(1);
+      expect((await fails(['org', 'create', 'acme', '--data-dir', D], /already exists/)).code).to.equal(1);
+    });
+
+    it('with --json, errors are one JSON object on stderr, for usage errors and failures alike', async () => {
+      const cases: Array<{ args: string[]; exit: number; code: string; error: RegExp }> = [
+        { args: ['key', 'list', '--org', 'acme', '--data-dir', D, '--json', '--bogus'], exit: 2, code: 'USAGE_ERROR', error: /^unknown option '--bogus'$/ },
+        { args: ['org', 'create', '--json', '--data-dir', D], exit: 2, code: 'USAGE_ERROR', error: /missing required argument 'orgId'/ },
+        { args: ['key', 'list', '--org', 'nope', '--data-dir', D, '--json'], exit: 1, code: 'ORG_NOT_FOUND', error: /nope/ },
+        { args: ['org', 'create', 'acme', '--data-dir', D, '--json'], exit: 1, code: 'ORG_EXISTS', error: /already exists/ },
+      ];
+      for (const c of cases) {
+        const run = await fails(c.args);
+        expect(run.code, c.args.join(' ')).to.equal(c.exit);
+        const lines = run.stderr.trimEnd().split('\n');
+        expect(lines, run.stderr).to.have.length(1);
+        const body = JSON.parse(lines[0] ?? '') as { error: string; code: string };
+        expect(body.code, c.args.join(' ')).to.equal(c.code);
+        expect(body.error).to.match(c.error);
+      }
+    });
+
     it('a corrupt key file: non-zero, a message on stderr, nothing on stdout', async () => {
       const dir = join(tmp.dir, 'corrupt-keys');
       onlyKey(await ok(['org', 'create', 'acme', '--data-dir', dir]));

@@ -1,20 +1,32 @@
 #!/usr/bin/env node
-import { ConfigError } from '../app/config.js';
-import { isKnowledgeError } from '../common/errors.js';
-import { ImportRefused } from '../domain/orgImport.js';
+import { CommanderError } from 'commander';
+import { reportFailure } from './errors.js';
 import { buildProgram } from './program.js';
 
 /**
- * The `knowledge-store` executable: runs the program on argv. A failure is
- * one line on stderr (the problems of a refused import below it) and exit 1;
- * a fault of ours also prints its stack when LOG_LEVEL=debug.
+ * The `knowledge-store` executable: runs the program on argv. Exit 0 on success, 2 for a usage error
+ * (commander's: unknown command or option, missing argument, bad option value), 1 for a failure.
+ * A failure is one line on stderr (the problems of a refused import below it), or with --json one JSON
+ * object `{"error", "code"}` and nothing else; a fault of ours also prints its stack when LOG_LEVEL=debug.
  */
+const args = process.argv.slice(2);
+const end = args.indexOf('--');
+// Known before parsing, so that commander's own errors (raised while parsing) come out as JSON too.
+const json = (end === -1 ? args : args.slice(0, end)).includes('--json');
+const silent = { writeErr: (): void => {}, outputError: (): void => {} };
+
 try {
-  await buildProgram().parseAsync(process.argv);
+  await buildProgram({ output: json ? silent : undefined }).parseAsync(process.argv);
 } catch (err) {
-  const expected = isKnowledgeError(err) || err instanceof ConfigError;
-  process.stderr.write(`knowledge-store: ${err instanceof Error ? err.message : String(err)}\n`);
-  if (err instanceof ImportRefused) for (const problem of err.data.problems) process.stderr.write(`  - ${problem}\n`);
-  if (!expected && err instanceof Error && process.env.LOG_LEVEL === 'debug') process.stderr.write(`${err.stack ?? ''}\n`);
-  process.exit(1);
+  // --help and --version end in a CommanderError with exit code 0, their text already on stdout.
+  if (err instanceof CommanderError && err.exitCode === 0) process.exit(0);
+  const failure = reportFailure(err);
+  if (json) process.stderr.write(`${JSON.stringify(failure.json)}\n`);
+  // commander has already printed its own message (and the help) unless --json silenced it.
+  else if (!(err instanceof CommanderError)) {
+    process.stderr.write(`knowledge-store: ${failure.message}\n`);
+    for (const line of failure.details) process.stderr.write(`  - ${line}\n`);
+    if (failure.unexpected && err instanceof Error && process.env.LOG_LEVEL === 'debug') process.stderr.write(`${err.stack ?? ''}\n`);
+  }
+  process.exit(failure.exitCode);
 }

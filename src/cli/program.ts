@@ -1,8 +1,9 @@
-import { Command, Option } from 'commander';
+import { Command, Option, type OutputConfiguration } from 'commander';
 import { loadConfig, type ConfigOverrides } from '../app/config.js';
 import { startServer } from '../app/server.js';
 import { openAdminStore, openExclusiveStore, type Store } from '../app/store.js';
 import { isKnowledgeError } from '../common/errors.js';
+import { packageVersion } from '../common/packageInfo.js';
 import { createLogger } from '../common/log.js';
 import { OrgNotFound } from '../domain/errors.js';
 import { STORE_RULES } from '../domain/integrity.js';
@@ -11,6 +12,9 @@ import { importOrganization } from '../domain/orgImport.js';
 import { createOrganization, validateOrgId } from '../domain/orgs.js';
 import { isRole } from '../domain/permissions.js';
 import { searchItems } from '../domain/search.js';
+import { addItemCommands } from './itemCommands.js';
+import { jsonOption, print } from './output.js';
+import { createProgress, silentProgress, type Progress } from './progress.js';
 
 /**
  * `knowledge-store`: the server and the admin commands (see README, Configuration). Results
@@ -30,13 +34,11 @@ function stores(opts: Common): Store & { serverPid(): Promise<number | null> } {
 
 /**
  * The data directory held by this command alone, with the search index open (building it if need
- * be, progress on stderr); null while a server holds it (the index has one writer: the server).
+ * be, its progress shown by `progress`); null while a server holds it (the index has one writer: the server).
  */
-async function ownedStores(opts: Common): Promise<Store | null> {
+async function ownedStores(opts: Common, progress: Progress): Promise<Store | null> {
   const config = loadConfig(process.env, { dataDir: opts.dataDir, logLevel: 'warn' });
-  // Warnings, and the index's build progress (a first search of a large organization takes a while).
-  const shown = /"level":"(warn|error)"|"msg":"search index/;
-  const logger = createLogger({ level: 'info', write: (line) => void (shown.test(line) && process.stderr.write(line)) });
+  const logger = createLogger({ level: 'info', write: (line) => showLogLine(line, progress) });
   try {
     return await openExclusiveStore({ dataDir: config.dataDir, logger });
   } catch (err) {
@@ -45,17 +47,39 @@ async function ownedStores(opts: Common): Promise<Store | null> {
   }
 }
 
-const print = (opts: Common, text: string, json: unknown): void => {
-  process.stdout.write(`${opts.json ? JSON.stringify(json, null, 2) : text}\n`);
-};
+/**
+ * Of the store's log, warnings and the index's build progress (a first search of a large organization
+ * takes a while): the build as a bar on a terminal, every line as it is elsewhere.
+ */
+function showLogLine(line: string, progress: Progress): void {
+  if (!/"level":"(warn|error)"|"msg":"search index/.test(line)) return;
+  const text = line.trimEnd();
+  const entry = JSON.parse(text) as { msg?: unknown; org?: unknown; done?: unknown; items?: unknown; of?: unknown };
+  if (entry.msg === 'search index: building' && typeof entry.of === 'number') {
+    const total = typeof entry.items === 'number' ? entry.items : entry.of;
+    const done = typeof entry.done === 'number' ? entry.done : 0;
+    progress.update({ label: `Indexing ${String(entry.org)}`, done, total, line: text });
+    if (done >= total) progress.done();
+  } else {
+    progress.log(text);
+  }
+}
 
 const dataDirOption = (): Option => new Option('--data-dir <dir>', 'data directory (default: $KNOWLEDGE_DATA_DIR or ./data)');
-const jsonOption = (): Option => new Option('--json', 'print machine-readable JSON');
 
-export function buildProgram(): Command {
+/**
+ * The command, ready to parse. It never exits the process: a usage error (and --help, --version) is
+ * thrown as a CommanderError, which main.ts turns into exit code 2 (0 for help and version).
+ * `output` replaces commander's writers (main.ts silences them under --json, to print JSON instead).
+ * Set on the root before the subcommands are added, so that they inherit it.
+ */
+export function buildProgram(options: { output?: OutputConfiguration } = {}): Command {
   const program = new Command('knowledge-store')
     .description('A git-backed knowledge store: one bare git repository per organization.')
-    .showHelpAfterError();
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .showHelpAfterError()
+    .exitOverride();
+  if (options.output) program.configureOutput(options.output);
 
   program
     .command('serve')
@@ -104,6 +128,19 @@ export function buildProgram(): Command {
     });
 
   org
+    .command('list')
+    .description('list the organizations, with how many items each holds (live, and in the trash)')
+    .addOption(dataDirOption())
+    .addOption(jsonOption())
+    .action(async (opts: Common) => {
+      const { orgs } = stores(opts);
+      const list = [];
+      for (const orgId of await orgs.list()) list.push({ orgId, ...(await orgs.countItems(orgId)) });
+      const rows = list.map((o) => [o.orgId, o.items, o.trashed].join('\t'));
+      print(opts, list.length ? ['ID\tITEMS\tIN TRASH', ...rows].join('\n') : 'No organizations.', list);
+    });
+
+  org
     .command('import <orgId>')
     .description('create an organization from a clone of another one (backup restore); prints its new admin key')
     .requiredOption('--from <source>', 'git URL or path of the repository (e.g. a backup clone)')
@@ -111,9 +148,11 @@ export function buildProgram(): Command {
     .addOption(jsonOption())
     .action(async (orgId: string, opts: Common & { from: string }) => {
       const { orgs, keys } = stores(opts);
-      const progress = (line: string): void => void process.stderr.write(`${line}\n`);
-      const imported = await importOrganization({ orgs, keys, orgId, source: opts.from, progress });
-      progress(`Imported ${imported.orgId}: ${imported.items} items, ${imported.trashed} in trash.`);
+      const progress = createProgress();
+      const imported = await importOrganization({ orgs, keys, orgId, source: opts.from, progress: (line) => progress.step(line) }).finally(() =>
+        progress.done(),
+      );
+      progress.log(`Imported ${imported.orgId}: ${imported.items} items, ${imported.trashed} in trash.`);
       print(opts, imported.secret, { orgId: imported.orgId, keyId: imported.keyId, key: imported.secret, items: imported.items, trashed: imported.trashed });
     });
 
@@ -168,17 +207,20 @@ export function buildProgram(): Command {
     .addOption(jsonOption())
     .action(async (opts: Common & { org?: string }) => {
       // The search index is checked only by its one writer: this command, when no server holds the directory.
-      const owned = await ownedStores(opts);
+      const progress = createProgress();
+      const owned = await ownedStores(opts, progress);
       const { orgs } = owned ?? stores(opts);
-      if (!owned && !opts.json) process.stderr.write('A server holds the data directory: its search index is not checked.\n');
+      if (!owned && !opts.json) progress.log('A server holds the data directory: its search index is not checked.');
+      const checking = opts.json ? silentProgress : progress;
       try {
         const ids = opts.org ? [validateOrgId(opts.org)] : await orgs.list();
         const reports = [];
-        for (const orgId of ids) {
+        for (const [i, orgId] of ids.entries()) {
           if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
-          if (!opts.json) process.stderr.write(`Checking ${orgId}...\n`);
+          checking.update({ label: `Checking ${orgId}`, done: i, total: ids.length, line: `Checking ${orgId}...` });
           reports.push(await orgs.verify(orgId, STORE_RULES));
         }
+        progress.done();
         const lines = reports.map((r) =>
           r.problems.length === 0
             ? `${r.orgId}: OK (${r.items} items, ${r.trashed} in trash, head ${r.head?.slice(0, 12) ?? 'none'}${r.search ? ', search index in step' : ''})`
@@ -187,6 +229,7 @@ export function buildProgram(): Command {
         print(opts, lines.join('\n') || 'No organizations.', reports);
         if (reports.some((r) => r.problems.length > 0)) process.exitCode = 1;
       } finally {
+        progress.done();
         await owned?.close();
       }
     });
@@ -203,7 +246,9 @@ export function buildProgram(): Command {
     .action(async (q: string, opts: Common & { org: string; role: string; prefix?: string; limit: string }) => {
       if (!isRole(opts.role)) throw new Error(`--role must be reader, writer or admin (got "${opts.role}")`);
       const orgId = validateOrgId(opts.org);
-      const store = await ownedStores(opts);
+      const progress = createProgress();
+      const store = await ownedStores(opts, progress);
+      progress.done();
       if (!store) {
         throw new Error('a server holds the data directory and its search index; search through it: GET /api/v1/knowledge/search?q=...');
       }
@@ -237,13 +282,19 @@ export function buildProgram(): Command {
         throw new Error(`--full needs the server${running ? ` (pid ${running})` : ''} stopped; without it, gc is safe while it runs`);
       }
       const reports = [];
-      for (const orgId of ids) {
-        if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
-        if (!opts.json) {
-          const counts = await orgs.countObjects(orgId);
-          process.stderr.write(`Repacking ${orgId} (${counts.packs} pack(s), ${counts.loose} loose objects)...\n`);
+      const progress = opts.json ? silentProgress : createProgress();
+      try {
+        for (const [i, orgId] of ids.entries()) {
+          if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
+          if (!opts.json) {
+            const counts = await orgs.countObjects(orgId);
+            const line = `Repacking ${orgId} (${counts.packs} pack(s), ${counts.loose} loose objects)...`;
+            progress.update({ label: `Repacking ${orgId}`, done: i, total: ids.length, line });
+          }
+          reports.push({ orgId, ...(await orgs.repack(orgId, { full: opts.full === true })) });
         }
-        reports.push({ orgId, ...(await orgs.repack(orgId, { full: opts.full === true })) });
+      } finally {
+        progress.done();
       }
       const mib = (n: number): string => `${(n / 1048576).toFixed(1)} MiB`;
       const lines = reports.map(
@@ -251,6 +302,8 @@ export function buildProgram(): Command {
       );
       print(opts, lines.join('\n') || 'No organizations.', reports);
     });
+
+  addItemCommands(program);
 
   return program;
 }

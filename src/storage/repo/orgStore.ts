@@ -212,6 +212,25 @@ export class OrgStore {
     return report;
   }
 
+  /**
+   * How many items the organization holds, live and in the trash, from the tree of main alone
+   * (`git ls-tree` of the records and the trash: no index loaded, nothing written), so that
+   * `org list` is cheap beside a running server.
+   */
+  async countItems(orgId: string): Promise<{ items: number; trashed: number }> {
+    const { itemsRoot, trashRoot } = LAYOUT;
+    const argv = ['--git-dir', this.gitdirOf(orgId), 'ls-tree', '-r', '--name-only', '-z', MAIN_REF, '--', itemsRoot, trashRoot];
+    const { code, output } = await this.options.git.run(argv);
+    if (code !== 0) throw new Error(`git ls-tree failed: ${output.trim()}`);
+    let records = 0;
+    let trashed = 0;
+    for (const file of output.split('\0')) {
+      if (file.startsWith(`${itemsRoot}/`)) records++;
+      else if (file.startsWith(`${trashRoot}/`)) trashed++;
+    }
+    return { items: records - trashed, trashed };
+  }
+
   countObjects(orgId: string): Promise<ObjectCounts> {
     return this.options.git.countObjects(this.gitdirOf(orgId));
   }

@@ -1,0 +1,92 @@
+import { ApiError, ConnectionFailed, UsageError } from './errors.js';
+
+/**
+ * A small client of the HTTP API for the `item` commands: one fetch per call, the key as a Bearer token,
+ * the `{success, data | error}` envelope unwrapped. A refusal becomes an ApiError with the server's own
+ * message; nothing answering becomes ConnectionFailed naming the URL it tried.
+ */
+export interface ApiClientOptions {
+  /** The server's base URL, e.g. http://127.0.0.1:3000 (a trailing slash is ignored). */
+  url: string;
+  key: string;
+  fetch?: typeof fetch;
+}
+
+export interface ApiCall {
+  method?: 'GET' | 'PUT' | 'DELETE' | 'POST';
+  /** Below /api/v1/knowledge: '' (the list), '/items/docs/a.md', '/search'... */
+  path: string;
+  query?: Record<string, string | undefined>;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface ApiAnswer<T> {
+  status: number;
+  etag: string | null;
+  data: T;
+}
+
+export interface ApiClient {
+  /** `data` of a successful answer, typed as the caller says the route answers (the API's documented shapes). */
+  call<T>(call: ApiCall): Promise<ApiAnswer<T>>;
+}
+
+/** An item path as a URL path: each segment encoded, the slashes kept. */
+export const itemUrlPath = (path: string): string => path.split('/').map(encodeURIComponent).join('/');
+
+export function createApiClient(options: ApiClientOptions): ApiClient {
+  let base: URL;
+  try {
+    base = new URL(options.url.replace(/\/+$/, '') + '/api/v1/knowledge');
+  } catch {
+    throw new UsageError(`not a URL: "${options.url}" (set KNOWLEDGE_URL or --url, e.g. http://127.0.0.1:3000)`);
+  }
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new UsageError(`not an http(s) URL: "${options.url}"`);
+  const doFetch = options.fetch ?? fetch;
+
+  return {
+    async call<T>(call: ApiCall): Promise<ApiAnswer<T>> {
+      const url = new URL(base.href + call.path);
+      for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
+      const headers: Record<string, string> = { Authorization: `Bearer ${options.key}`, Accept: 'application/json', ...call.headers };
+      let body: string | undefined;
+      if (call.body !== undefined) {
+        body = JSON.stringify(call.body);
+        headers['Content-Type'] = 'application/json';
+      }
+      let res: Response;
+      try {
+        res = await doFetch(url, { method: call.method ?? 'GET', headers, body });
+      } catch (err) {
+        throw new ConnectionFailed({ url: url.origin, reason: connectionReason(err) });
+      }
+      const text = await res.text();
+      let envelope: { success?: unknown; data?: unknown; error?: unknown } | undefined;
+      try {
+        envelope = JSON.parse(text) as typeof envelope;
+      } catch {
+        envelope = undefined;
+      }
+      if (!res.ok || envelope?.success !== true) {
+        const message = typeof envelope?.error === 'string' ? envelope.error : `unexpected answer ${res.status} ${res.statusText} (not the knowledge store's API?)`;
+        throw new ApiError({ status: res.status, url: `${url.origin}${url.pathname}`, message });
+      }
+      return { status: res.status, etag: res.headers.get('etag'), data: envelope.data as T };
+    },
+  };
+}
+
+/** Why fetch failed, from undici's cause: "connection refused (ECONNREFUSED)" rather than "fetch failed". */
+function connectionReason(err: unknown): string {
+  const cause = err instanceof Error ? (err as Error & { cause?: unknown }).cause : undefined;
+  const code = typeof cause === 'object' && cause !== null && 'code' in cause ? String((cause as { code: unknown }).code) : undefined;
+  const known: Record<string, string> = {
+    ECONNREFUSED: 'connection refused: is the server running?',
+    ENOTFOUND: 'unknown host',
+    ECONNRESET: 'connection reset',
+    ETIMEDOUT: 'timed out',
+  };
+  if (code) return `${known[code] ?? (cause instanceof Error ? cause.message : 'failed')} (${code})`;
+  return cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,127 @@
+import { readFile } from 'node:fs/promises';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { VersionView } from '../domain/versionView.js';
+import type { KnowledgeItem } from '../http/presenters.js';
+import { createApiClient, itemUrlPath, type ApiClient } from './apiClient.js';
+import { UsageError } from './errors.js';
+import { jsonOption, print, type Printing } from './output.js';
+
+/**
+ * `knowledge-store item ls|get|put|rm|history|search`: the items of a running server, through its HTTP
+ * API (README, The API), so that scripts need no curl. The server is $KNOWLEDGE_URL (or --url), the key
+ * $KNOWLEDGE_KEY (or --key); the key's organization and role decide what is there, as for any client.
+ */
+interface Target extends Printing {
+  url: string;
+  key?: string;
+}
+
+export const DEFAULT_URL = 'http://127.0.0.1:3000';
+
+/** The options every item command takes; commander reads the environment variables itself. */
+function withTarget(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--url <url>', 'the server').env('KNOWLEDGE_URL').default(DEFAULT_URL))
+    .addOption(new Option('--key <key>', 'an API key (prefer the variable: a flag shows in the process list)').env('KNOWLEDGE_KEY'))
+    .addOption(jsonOption());
+}
+
+function client(opts: Target): ApiClient {
+  if (!opts.key) throw new UsageError('no API key: set KNOWLEDGE_KEY (or pass --key)');
+  return createApiClient({ url: opts.url, key: opts.key });
+}
+
+/** An integer in [min, max] for an option; anything else is commander's usage error (exit 2). */
+const intIn = (min: number, max: number) => (value: string): number => {
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new InvalidArgumentError(`must be an integer from ${min} to ${max}`);
+  return Number(value);
+};
+
+type ItemWithEtag = KnowledgeItem & { etag: string | null };
+
+interface SearchHit {
+  path: string;
+  score: number;
+  snippet: string;
+  item: KnowledgeItem;
+}
+
+/** All of stdin, as text (the content of `item put` without --file). */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export function addItemCommands(program: Command): void {
+  const item = program.command('item').description('items of a running server, through its API ($KNOWLEDGE_URL, $KNOWLEDGE_KEY)');
+
+  withTarget(item.command('ls').description('list the items the key may read, sorted by path (every page)'))
+    .option('--prefix <folder/>', 'only items under this folder')
+    .addOption(new Option('--page-size <n>', 'items per request, 1 to 1000').argParser(intIn(1, 1000)).default(1000))
+    .action(async (opts: Target & { prefix?: string; pageSize: number }) => {
+      const api = client(opts);
+      const items: KnowledgeItem[] = [];
+      let cursor: string | undefined;
+      do {
+        const { data } = await api.call<{ items: KnowledgeItem[]; nextCursor?: string | null }>({
+          path: '',
+          query: { prefix: opts.prefix, limit: String(opts.pageSize), content: 'false', cursor },
+        });
+        items.push(...data.items);
+        cursor = data.nextCursor ?? undefined;
+      } while (cursor);
+      print(opts, items.map((i) => `${i.path}\t${i.updatedAt}`).join('\n') || 'No items.', items);
+    });
+
+  withTarget(item.command('get <path>').description('print the content of an item (--json: the item, with its ETag)'))
+    .action(async (path: string, opts: Target) => {
+      const { data, etag } = await client(opts).call<{ item: KnowledgeItem }>({ path: `/items/${itemUrlPath(path)}` });
+      // The content exactly as stored, so that `item get a.md > f && item put a.md --file f` changes nothing.
+      if (opts.json) print(opts, '', { ...data.item, etag } satisfies ItemWithEtag);
+      else process.stdout.write(data.item.content ?? '');
+    });
+
+  withTarget(item.command('put <path>').description('create or update an item from --file or stdin (one commit)'))
+    .option('--file <file>', 'read the content from this file (default: stdin)')
+    .option('-m, --message <message>', 'the commit message')
+    .option('--if-match <etag>', 'only if the item still has this ETag (as `item get --json` shows it)')
+    .action(async (path: string, opts: Target & { file?: string; message?: string; ifMatch?: string }) => {
+      const api = client(opts);
+      if (!opts.file && process.stdin.isTTY) throw new UsageError('give the content with --file <file> or on stdin');
+      const content = opts.file && opts.file !== '-' ? await readFile(opts.file, 'utf8') : await readStdin();
+      const { data, etag } = await api.call<{ item: KnowledgeItem }>({
+        method: 'PUT',
+        path: `/items/${itemUrlPath(path)}`,
+        body: { content, ...(opts.message !== undefined ? { message: opts.message } : {}) },
+        headers: opts.ifMatch ? { 'If-Match': opts.ifMatch } : {},
+      });
+      const { content: _content, ...rest } = data.item;
+      print(opts, `Saved ${data.item.path} (ETag ${etag ?? 'none'})`, { ...rest, etag });
+    });
+
+  withTarget(item.command('rm <path>').description('delete an item (soft: it goes to the trash, recoverable; admin keys only)'))
+    .action(async (path: string, opts: Target) => {
+      const { data } = await client(opts).call<{ message: string }>({ method: 'DELETE', path: `/items/${itemUrlPath(path)}` });
+      print(opts, `Deleted ${path} (in the trash until purged)`, { path, deleted: true, message: data.message });
+    });
+
+  withTarget(item.command('history <path>').description('the versions of an item, newest first'))
+    .action(async (path: string, opts: Target) => {
+      const { data } = await client(opts).call<{ versions: VersionView[] }>({ path: `/history/${itemUrlPath(path)}` });
+      const rows = data.versions.map((v) => [v.version, v.timestamp, v.action, v.commitId.slice(0, 12), v.author.name, v.message.split('\n')[0]].join('\t'));
+      print(opts, rows.join('\n'), data.versions);
+    });
+
+  withTarget(item.command('search <q>').description('full-text search of the items the key may read, best first'))
+    .option('--prefix <folder/>', 'only items under this folder')
+    .addOption(new Option('--limit <n>', 'results, 1 to 100').argParser(intIn(1, 100)).default(20))
+    .action(async (q: string, opts: Target & { prefix?: string; limit: number }) => {
+      const { data } = await client(opts).call<{ results: SearchHit[] }>({
+        path: '/search',
+        query: { q, prefix: opts.prefix, limit: String(opts.limit) },
+      });
+      const text = data.results.map((r) => `${r.path}\t${r.score.toFixed(3)}\t${r.snippet.replace(/\s+/g, ' ')}`).join('\n');
+      print(opts, text || 'No items match.', data.results);
+    });
+}

@@ -1,0 +1,236 @@
+import { spawn } from 'node:child_process';
+import { promises as nodeFs } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { api, startTestServer, type TestServer } from './support/server.js';
+import { tmpDir } from './support/tmp.js';
+
+/**
+ * `knowledge-store item …` as a child process against a real server on a real port: the server and key
+ * come from KNOWLEDGE_URL / KNOWLEDGE_KEY (or --url / --key), results on stdout, the server's own
+ * message on stderr and exit 1 when it refuses, exit 2 for a wrong command line.
+ * Runs the build in dist/ (`npm test` builds first).
+ */
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const CLI = join(ROOT, 'dist/src/cli/main.js');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], options: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: '' };
+  delete env.KNOWLEDGE_URL;
+  delete env.KNOWLEDGE_KEY;
+  delete env.KNOWLEDGE_DATA_DIR;
+  for (const [name, value] of Object.entries(options.env ?? {})) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'], timeout: 20_000 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+describe('cli item commands (against a running server)', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let env: Record<string, string>;
+  let writerKey: string;
+
+  /** Runs with the admin key (or `key`) in the environment; must succeed; returns stdout. */
+  async function ok(args: string[], options: { key?: string; input?: string } = {}): Promise<string> {
+    const run = await cli(args, { env: { ...env, KNOWLEDGE_KEY: options.key ?? env.KNOWLEDGE_KEY }, input: options.input });
+    expect(run.code, `${args.join(' ')}\nstderr: ${run.stderr}`).to.equal(0);
+    return run.stdout;
+  }
+
+  /** Must fail with `code`: nothing on stdout, the message on stderr, no stack. */
+  async function fails(args: string[], code: number, message: RegExp, options: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> {
+    const run = await cli(args, { env: { ...env, ...options.env }, input: options.input });
+    expect(run.code, `${args.join(' ')}: ${run.stderr}`).to.equal(code);
+    expect(run.stdout).to.equal('');
+    expect(run.stderr).to.match(message);
+    expect(run.stderr).not.to.match(/\n\s+at .+:\d+:\d+/);
+    return run;
+  }
+
+  before(async () => {
+    await nodeFs.access(CLI).catch(() => {
+      throw new Error(`${CLI} is missing: run \`npm run build\` (npm test builds first)`);
+    });
+    server = await startTestServer();
+    env = { KNOWLEDGE_URL: server.url, KNOWLEDGE_KEY: server.adminKey };
+    writerKey = await server.key('writer');
+  });
+
+  after(async () => {
+    await server.close();
+  });
+
+  it('put from stdin with --message, then get prints the content exactly as stored', async () => {
+    const content = '# Guide\n\nFirst words, no trailing newline: ünïcode';
+    const out = await ok(['item', 'put', 'docs/guide.md', '--message', 'First draft'], { input: content });
+    expect(out).to.match(/^Saved docs\/guide\.md \(ETag "?[^)]+"?\)\n$/);
+    expect(await ok(['item', 'get', 'docs/guide.md'])).to.equal(content);
+    const stored = await api(`${server.url}/api/v1/knowledge/items/docs/guide.md`, { key: server.adminKey });
+    expect((stored.body?.data?.item as { content: string }).content).to.equal(content);
+  });
+
+  it('put --file; get --json is the item with its ETag; --if-match guards the update', async () => {
+    const dir = await tmpDir('ks-cli-items');
+    try {
+      const file = join(dir.dir, 'notes.md');
+      await nodeFs.writeFile(file, 'v1\n');
+      const put = JSON.parse(await ok(['item', 'put', 'notes/a.md', '--file', file, '--json'], { key: writerKey })) as Record<string, unknown>;
+      expect(put.path).to.equal('notes/a.md');
+      expect(put).not.to.have.property('content');
+      const got = JSON.parse(await ok(['item', 'get', 'notes/a.md', '--json'])) as { content: string; etag: string; path: string; id: string };
+      expect(got).to.include({ content: 'v1\n', path: 'notes/a.md', etag: put.etag, id: put.id });
+
+      await nodeFs.writeFile(file, 'v2\n');
+      const stale = await fails(['item', 'put', 'notes/a.md', '--file', file, '--if-match', '"not-the-etag"'], 1, /Precondition failed: the item has changed/);
+      expect(stale.stderr).to.equal('knowledge-store: Precondition failed: the item has changed\n');
+      expect(await ok(['item', 'get', 'notes/a.md'])).to.equal('v1\n');
+      await ok(['item', 'put', 'notes/a.md', '--file', file, '--if-match', got.etag, '-m', 'Second']);
+      expect(await ok(['item', 'get', 'notes/a.md'])).to.equal('v2\n');
+    } finally {
+      await dir.cleanup();
+    }
+  });
+
+  it('history lists the versions newest first, with their messages', async () => {
+    await ok(['item', 'put', 'docs/history.md', '-m', 'one'], { input: 'a' });
+    await ok(['item', 'put', 'docs/history.md', '-m', 'two'], { input: 'b' });
+    const rows = (await ok(['item', 'history', 'docs/history.md'])).trimEnd().split('\n').map((l) => l.split('\t'));
+    expect(rows.map((r) => [r[0], r[2], r[5]])).to.deep.equal([
+      ['2', 'update', 'two'],
+      ['1', 'create', 'one'],
+    ]);
+    const versions = JSON.parse(await ok(['item', 'history', 'docs/history.md', '--json'])) as Array<{ version: number; message: string }>;
+    expect(versions.map((v) => v.version)).to.deep.equal([2, 1]);
+  });
+
+  it('ls pages through every item, sorted by path; --prefix keeps to a folder', async () => {
+    for (const n of [1, 2, 3, 4, 5]) await api(`${server.url}/api/v1/knowledge/items/many/i${n}.md`, { method: 'PUT', key: server.adminKey, body: { content: `item ${n}` } });
+    const all = (await ok(['item', 'ls', '--page-size', '2'])).trimEnd().split('\n').map((l) => l.split('\t')[0]);
+    const listed = await api(`${server.url}/api/v1/knowledge?content=false`, { key: server.adminKey });
+    expect(all).to.deep.equal((listed.body?.data?.items as Array<{ path: string }>).map((i) => i.path));
+    expect(all.filter((p) => p?.startsWith('many/'))).to.have.length(5);
+    const many = JSON.parse(await ok(['item', 'ls', '--prefix', 'many/', '--page-size', '2', '--json'])) as Array<{ path: string; content?: string }>;
+    expect(many.map((i) => i.path)).to.deep.equal(['many/i1.md', 'many/i2.md', 'many/i3.md', 'many/i4.md', 'many/i5.md']);
+    expect(many[0]).not.to.have.property('content');
+  });
+
+  it('search finds items the key may read, with --prefix and --limit', async () => {
+    await ok(['item', 'put', 'recipes/soup.md'], { input: 'tomato soup with potato' });
+    await ok(['item', 'put', 'recipes/salad.md'], { input: 'potato salad' });
+    await ok(['item', 'put', 'board/budget.md'], { input: 'potato budget' });
+    const paths = (await ok(['item', 'search', 'potato'])).trimEnd().split('\n').map((l) => l.split('\t')[0]);
+    expect([...paths].sort()).to.deep.equal(['board/budget.md', 'recipes/salad.md', 'recipes/soup.md']);
+    const inRecipes = JSON.parse(await ok(['item', 'search', 'potato', '--prefix', 'recipes/', '--json'])) as Array<{ path: string; snippet: string }>;
+    expect(inRecipes.map((r) => r.path).sort()).to.deep.equal(['recipes/salad.md', 'recipes/soup.md']);
+    expect((await ok(['item', 'search', 'potato', '--limit', '1'])).trimEnd().split('\n')).to.have.length(1);
+    expect(await ok(['item', 'search', 'nothingmatchesthis'])).to.equal('No items match.\n');
+  });
+
+  it('rm moves an item to the trash (admin); a writer gets the server\'s 403 message', async () => {
+    await ok(['item', 'put', 'tmp/gone.md'], { input: 'bye' });
+    await fails(['item', 'rm', 'tmp/gone.md'], 1, /^knowledge-store: Forbidden — requires knowledge:admin permission\n$/, { env: { KNOWLEDGE_KEY: writerKey } });
+    expect(await ok(['item', 'rm', 'tmp/gone.md'])).to.equal('Deleted tmp/gone.md (in the trash until purged)\n');
+    await fails(['item', 'get', 'tmp/gone.md'], 1, /Knowledge item not found/);
+  });
+
+  it('--url and --key override the environment', async () => {
+    const out = await cli(['item', 'get', 'docs/guide.md', '--url', server.url, '--key', server.adminKey]);
+    expect(out.code, out.stderr).to.equal(0);
+    expect(out.stdout).to.match(/^# Guide/);
+  });
+
+  it('API errors: the server\'s message and exit 1; with --json, {error, code, status}', async () => {
+    await fails(['item', 'get', 'docs/guide.md'], 1, /^knowledge-store: Invalid API key\n$/, { env: { KNOWLEDGE_KEY: 'ks_wrong' } });
+    await fails(['item', 'get', 'Bad.md'], 1, /Invalid path/);
+    const run = await fails(['item', 'get', 'docs/missing.md', '--json'], 1, /./);
+    expect(JSON.parse(run.stderr)).to.deep.equal({ error: 'Knowledge item not found', code: 'API_ERROR', status: 404 });
+  });
+
+  it('a refused connection says which URL it tried (exit 1)', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    await fails(['item', 'ls'], 1, new RegExp(`cannot reach ${url.replace(/\./g, '\\.')}: connection refused`), { env: { KNOWLEDGE_URL: url } });
+    const run = await fails(['item', 'ls', '--json'], 1, /./, { env: { KNOWLEDGE_URL: url } });
+    expect(JSON.parse(run.stderr)).to.include({ code: 'CONNECTION_FAILED' });
+  });
+
+  it('usage errors exit 2: no key, a bad URL, a bad --limit, a missing path', async () => {
+    await fails(['item', 'ls'], 2, /no API key: set KNOWLEDGE_KEY/, { env: { KNOWLEDGE_KEY: undefined } });
+    await fails(['item', 'ls', '--url', 'not a url'], 2, /not a URL/);
+    await fails(['item', 'search', 'x', '--limit', '0'], 2, /--limit/);
+    await fails(['item', 'get'], 2, /missing required argument 'path'/);
+    const run = await fails(['item', 'search', 'x', '--limit', 'many', '--json'], 2, /./);
+    expect(JSON.parse(run.stderr)).to.include({ code: 'USAGE_ERROR' });
+  });
+});
+
+describe('cli org list', function () {
+  this.timeout(60_000);
+
+  it('lists every organization with its live and trashed item counts, beside a running server; --json', async () => {
+    const server = await startTestServer();
+    try {
+      const env = { KNOWLEDGE_DATA_DIR: server.dataDir };
+      const empty = await cli(['org', 'list'], { env });
+      expect(empty.code, empty.stderr).to.equal(0);
+      expect(empty.stdout).to.equal('ID\tITEMS\tIN TRASH\ndefault\t0\t0\n');
+
+      await server.org('acme');
+      for (const path of ['a.md', 'docs/b.md', 'docs/c.md']) {
+        await api(`${server.url}/api/v1/knowledge/items/${path}`, { method: 'PUT', key: server.adminKey, body: { content: path } });
+      }
+      await api(`${server.url}/api/v1/knowledge/items/docs/c.md`, { method: 'DELETE', key: server.adminKey });
+      const text = await cli(['org', 'list', '--data-dir', server.dataDir]);
+      expect(text.code, text.stderr).to.equal(0);
+      expect(text.stdout).to.equal('ID\tITEMS\tIN TRASH\nacme\t0\t0\ndefault\t2\t1\n');
+      const json = await cli(['org', 'list', '--json'], { env });
+      expect(JSON.parse(json.stdout)).to.deep.equal([
+        { orgId: 'acme', items: 0, trashed: 0 },
+        { orgId: 'default', items: 2, trashed: 1 },
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an empty data directory has no organizations', async () => {
+    const dir = await tmpDir('ks-cli-orgs');
+    try {
+      const run = await cli(['org', 'list', '--data-dir', join(dir.dir, 'data')]);
+      expect(run.code, run.stderr).to.equal(0);
+      expect(run.stdout).to.equal('No organizations.\n');
+      expect(JSON.parse((await cli(['org', 'list', '--json', '--data-dir', join(dir.dir, 'data')])).stdout)).to.deep.equal([]);
+    } finally {
+      await dir.cleanup();
+    }
+  });
+});
+
+/** A port nothing listens on: one the OS just gave out and took back. */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const address = probe.address();
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
