@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'VERSION_NOT_FOUND'
   | 'IMPORT_REFUSED'
   | 'SEARCH_OFF'
+  | 'OPERATION_FAILED'
   // The HTTP edge
   | 'UNAUTHORIZED'
   | 'ROUTE_NOT_FOUND'

@@ -1,3 +1,4 @@
+import { perItem } from '../storage/repo/historyLog.js';
 import type { FolderRule, ItemRecord } from '../storage/repo/itemRecord.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { canSee, requireRole, type RuleSource } from './access.js';
@@ -41,7 +42,8 @@ export async function changesSince(args: {
   requireRole(actor, 'knowledge:read');
   // No `since` is a first call: nothing to apply yet, and the head to ask from next time.
   if (since === undefined) return { head: repo.headCommit, changes: [] };
-  const after = repo.history.after(requireOwnCommit(repo, since, 'since')) ?? [];
+  // A commit of several items (POST /commits) counts once per item it changed.
+  const after = perItem(repo.history.after(requireOwnCommit(repo, since, 'since')) ?? []);
   const ruleChanges = await folderRuleChanges(repo, after);
   const rulesThen = await rulesAt(repo, since, ruleChanges);
   // An admin reads everything: what it could read at `since` needs no look at the old records.

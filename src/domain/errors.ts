@@ -77,3 +77,13 @@ export class SearchOff extends KnowledgeError<{ orgId: string }> {
     super('SEARCH_OFF', 'search is turned off on this server', data);
   }
 }
+
+/**
+ * One operation of `POST /commits` was refused (and so nothing was written): the refusal itself,
+ * answered as the single-item route would answer it, and the operation's index.
+ */
+export class OperationFailed extends KnowledgeError<{ index: number; cause: KnowledgeError }> {
+  constructor(data: { index: number; cause: KnowledgeError }) {
+    super('OPERATION_FAILED', `operation ${data.index}: ${data.cause.message}`, data);
+  }
+}

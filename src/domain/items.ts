@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../common/clock.js';
 import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
-import type { OrgRepo, RepoView, WriteIntent } from '../storage/repo/orgRepo.js';
+import type { ItemIntent, OrgRepo, RepoView } from '../storage/repo/orgRepo.js';
 import { canSee, readable, requestedRequirement, requireRole, requirement, type RuleSource } from './access.js';
 import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemNotFound, PathConflict, PreconditionFailed } from './errors.js';
 import type { Actor } from './keys.js';
@@ -108,9 +108,8 @@ export async function getItem(args: { repo: OrgRepo; actor: Actor; path: string 
   return view(repo, entry, true);
 }
 
-export interface PutItemInput {
-  repo: OrgRepo;
-  actor: Actor;
+/** A put as asked for: what `checkPut` checks before any repository state is looked at. */
+export interface PutRequest {
   path: string;
   content: string;
   message?: string;
@@ -119,12 +118,28 @@ export interface PutItemInput {
   ifMatch?: TagCondition;
   ifNoneMatch?: TagCondition;
   maxContentBytes: number;
+}
+
+export interface PutItemInput extends PutRequest {
+  repo: OrgRepo;
+  actor: Actor;
   clock?: Clock;
 }
 
-/** Creates the item or updates it; each change is one commit, an identical PUT none. */
-export async function putItem(input: PutItemInput): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
-  const { repo, actor, content, clock = systemClock } = input;
+/** A put whose path, content, message and requested permissions passed their checks. */
+export interface CheckedPut {
+  path: string;
+  content: string;
+  message?: string;
+  read?: string;
+  write?: string;
+  ifMatch?: TagCondition;
+  ifNoneMatch?: TagCondition;
+}
+
+/** The checks of a put that need no repository state (the same for PUT, MCP and each put of POST /commits). */
+export function checkPut(actor: Actor, input: PutRequest): CheckedPut {
+  const { content } = input;
   requireRole(actor, 'knowledge:write');
   const path = validatePath(input.path);
   const bytes = Buffer.byteLength(content, 'utf8');
@@ -134,90 +149,115 @@ export async function putItem(input: PutItemInput): Promise<{ item: ItemView; cr
   const read = requestedRequirement('requiredReadPermission', input.requiredReadPermission, READ_REQUIREMENTS);
   const write = requestedRequirement('requiredWritePermission', input.requiredWritePermission, WRITE_REQUIREMENTS);
   if (read !== undefined || write !== undefined) requireRole(actor, 'knowledge:admin');
+  return { path, content, message, read, write, ifMatch: input.ifMatch, ifNoneMatch: input.ifNoneMatch };
+}
 
+/**
+ * Decides a checked put against `v`: the intent that creates or updates the item, or none (with the
+ * item as it is) when content and permissions equal what is stored. Throws the put's refusals.
+ */
+export function planPut(
+  v: RepoView,
+  actor: Actor,
+  put: CheckedPut,
+  when: Date,
+): { intent: ItemIntent; created: boolean } | { intent: null; unchanged: IndexEntry } {
+  const { path, content, message, read, write } = put;
+  const current = v.get(path);
+  const author = authorOf(actor);
+  if (!current) {
+    checkNoConflict(v, path);
+    if (put.ifMatch !== undefined) throw new PreconditionFailed({ path, reason: 'changed' });
+    const at = when.toISOString();
+    const record: ItemRecord = {
+      id: randomUUID(),
+      path,
+      ...TEXT_ITEM,
+      requiredReadPermission: read ?? 'inherit',
+      requiredWritePermission: write ?? 'inherit',
+      createdAt: at,
+      createdBy: actor.keyId,
+      updatedAt: at,
+      updatedBy: actor.keyId,
+      deletedAt: null,
+      deletedBy: null,
+    };
+    // A new item gets the requirements it will have (folder rules included): a role may not
+    // create what it could then neither see nor change, such as a file in an admin-only folder.
+    requireChangeRights(actor, record, v);
+    return { intent: { mutation: 'put', path, record, content, action: 'create', summary: message ?? `Create ${path}`, author, when }, created: true };
+  }
+  // An item the role may not read, live or in the trash, is absent for it: the answer says only
+  // that the path is taken (the one thing a store cannot hide from a role that tries to create
+  // there), never whether the item is live or deleted, nor the permission it needs.
+  if (!canSee(actor, current.record, v)) throw pathTaken(path);
+  if (current.record.deletedAt !== null) throw new ItemInTrash({ path });
+  requireChangeRights(actor, current.record, v);
+  const tag = versionTag(current);
+  if (put.ifNoneMatch !== undefined && tagMatches(put.ifNoneMatch, tag)) throw new PreconditionFailed({ path, reason: 'exists' });
+  if (put.ifMatch !== undefined && !tagMatches(put.ifMatch, tag)) throw new PreconditionFailed({ path, reason: 'changed' });
+  const sameContent = v.contentMatches(current, content) && current.record.itemType === 'text';
+  const nextRead = read ?? current.record.requiredReadPermission;
+  const nextWrite = write ?? current.record.requiredWritePermission;
+  const samePermissions = nextRead === current.record.requiredReadPermission && nextWrite === current.record.requiredWritePermission;
+  if (sameContent && samePermissions) return { intent: null, unchanged: current };
+  const record: ItemRecord = {
+    ...current.record,
+    ...TEXT_ITEM,
+    requiredReadPermission: nextRead,
+    requiredWritePermission: nextWrite,
+    updatedAt: when.toISOString(),
+    updatedBy: actor.keyId,
+  };
+  const action = sameContent ? 'permissions' : 'update';
+  const summary = message ?? (sameContent ? `Change permissions of ${path}` : `Update ${path}`);
+  return { intent: { mutation: 'put', path, record, content, action, summary, author, when }, created: false };
+}
+
+/** Creates the item or updates it; each change is one commit, an identical PUT none. */
+export async function putItem(input: PutItemInput): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
+  const { repo, actor, clock = systemClock } = input;
+  const put = checkPut(actor, input);
   let created = false;
   let unchanged: IndexEntry | undefined;
   const result = await repo.write((v) => {
-    const current = v.get(path);
-    const when = clock();
-    const author = authorOf(actor);
-    if (!current) {
-      checkNoConflict(v, path);
-      if (input.ifMatch !== undefined) throw new PreconditionFailed({ path, reason: 'changed' });
-      const at = when.toISOString();
-      const record: ItemRecord = {
-        id: randomUUID(),
-        path,
-        ...TEXT_ITEM,
-        requiredReadPermission: read ?? 'inherit',
-        requiredWritePermission: write ?? 'inherit',
-        createdAt: at,
-        createdBy: actor.keyId,
-        updatedAt: at,
-        updatedBy: actor.keyId,
-        deletedAt: null,
-        deletedBy: null,
-      };
-      // A new item gets the requirements it will have (folder rules included): a role may not
-      // create what it could then neither see nor change, such as a file in an admin-only folder.
-      requireChangeRights(actor, record, v);
-      created = true;
-      return intent({ mutation: 'put', path, record, content, action: 'create', summary: message ?? `Create ${path}`, author, when });
-    }
-    // An item the role may not read, live or in the trash, is absent for it: the answer says only
-    // that the path is taken (the one thing a store cannot hide from a role that tries to create
-    // there), never whether the item is live or deleted, nor the permission it needs.
-    if (!canSee(actor, current.record, v)) throw pathTaken(path);
-    if (current.record.deletedAt !== null) throw new ItemInTrash({ path });
-    requireChangeRights(actor, current.record, v);
-    const tag = versionTag(current);
-    if (input.ifNoneMatch !== undefined && tagMatches(input.ifNoneMatch, tag)) throw new PreconditionFailed({ path, reason: 'exists' });
-    if (input.ifMatch !== undefined && !tagMatches(input.ifMatch, tag)) throw new PreconditionFailed({ path, reason: 'changed' });
-    const sameContent = v.contentMatches(current, content) && current.record.itemType === 'text';
-    const nextRead = read ?? current.record.requiredReadPermission;
-    const nextWrite = write ?? current.record.requiredWritePermission;
-    const samePermissions = nextRead === current.record.requiredReadPermission && nextWrite === current.record.requiredWritePermission;
-    if (sameContent && samePermissions) {
-      unchanged = current;
+    const plan = planPut(v, actor, put, clock());
+    if (plan.intent === null) {
+      unchanged = plan.unchanged;
       return null;
     }
-    const record: ItemRecord = {
-      ...current.record,
-      ...TEXT_ITEM,
-      requiredReadPermission: nextRead,
-      requiredWritePermission: nextWrite,
-      updatedAt: when.toISOString(),
-      updatedBy: actor.keyId,
-    };
-    const action = sameContent ? 'permissions' : 'update';
-    const summary = message ?? (sameContent ? `Change permissions of ${path}` : `Update ${path}`);
-    return intent({ mutation: 'put', path, record, content, action, summary, author, when });
+    created = plan.created;
+    return plan.intent;
   });
   const entry = result.entry ?? unchanged;
   if (!entry) throw new Error('write finished without an entry');
   return { item: await view(repo, entry, true), created, commitId: result.commitId };
 }
 
+/** The checks of a delete that need no repository state: an admin, a valid path. */
+export function checkDelete(actor: Actor, path: string): string {
+  requireRole(actor, 'knowledge:admin');
+  return validatePath(path);
+}
+
+/** Decides a soft delete against `v`: the content moves under `.trash/`, the record keeps who and when. */
+export function planDelete(v: RepoView, actor: Actor, path: string, when: Date): ItemIntent {
+  const current = v.get(path);
+  if (!readable(actor, current, v)) throw new ItemNotFound({ path });
+  const record: ItemRecord = { ...current.record, deletedAt: when.toISOString(), deletedBy: actor.keyId };
+  return { mutation: 'trash', path, record, action: 'delete', summary: `Delete ${path}`, author: authorOf(actor), when };
+}
+
 /** Soft delete: the content moves under `.trash/`, the record keeps who and when. */
 export async function deleteItem(args: { repo: OrgRepo; actor: Actor; path: string; clock?: Clock }): Promise<{ commitId: string }> {
   const { repo, actor, clock = systemClock } = args;
-  requireRole(actor, 'knowledge:admin');
-  const path = validatePath(args.path);
-  const result = await repo.write((v) => {
-    const current = v.get(path);
-    if (!readable(actor, current, v)) throw new ItemNotFound({ path });
-    const when = clock();
-    const record: ItemRecord = { ...current.record, deletedAt: when.toISOString(), deletedBy: actor.keyId };
-    const author = authorOf(actor);
-    return intent({ mutation: 'trash', path, record, action: 'delete', summary: `Delete ${path}`, author, when });
-  });
+  const path = checkDelete(actor, args.path);
+  const result = await repo.write((v) => planDelete(v, actor, path, clock()));
   if (!result.commitId) throw new Error('delete made no commit');
   return { commitId: result.commitId };
 }
 
 const TEXT_ITEM = { itemType: 'text', fileKey: null, fileName: null, contentType: null, fileSize: null } as const;
-
-const intent = (i: WriteIntent): WriteIntent => i;
 
 /** Commits are authored by the key: its name, and its id where git wants an email. */
 export function authorOf(actor: Actor): { name: string; email: string } {

@@ -19,6 +19,7 @@ import { gitRoutes } from './routes/git.js';
 import { historyRoutes } from './routes/history.js';
 import { itemRoutes } from './routes/items.js';
 import { keyRoutes } from './routes/keys.js';
+import { commitRoutes } from './routes/commits.js';
 import { moveRoutes } from './routes/moves.js';
 import { trashRoutes } from './routes/trash.js';
 import type { AppState } from './state.js';
@@ -61,7 +62,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));
   // One route file per domain file: items, moves, history, trash, folders, changes, keys, git access, the dashboard.
   const router = itemRoutes(routeDeps);
-  for (const routes of [moveRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
+  for (const routes of [moveRoutes, commitRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
     router.use(routes(routeDeps).routes());
   }
   router.use(mcpRoutes({ ...routeDeps, version: packageVersion() }).routes());

@@ -12,6 +12,8 @@ export interface ErrorResponse {
   status: number;
   message: string;
   headers?: Record<string, string>;
+  /** Facts the envelope carries as `data` beside `error` (POST /commits: the failed operation's index). */
+  data?: Record<string, unknown>;
   /** True for faults of ours (5xx): logged with the request id. */
   fault: boolean;
 }
@@ -61,6 +63,11 @@ const TABLE: Record<ErrorCode, Row> = {
     status: 412,
     message: err.data.reason === 'exists' ? 'Precondition failed: the item already exists' : 'Precondition failed: the item has changed',
   }),
+  // Answered as the operation's own route would answer its refusal, plus which operation it was.
+  OPERATION_FAILED: (err) => {
+    const { status, message, headers } = toErrorResponse(err.data.cause);
+    return { status, message, ...(headers ? { headers } : {}), data: { failedOperation: err.data.index } };
+  },
   CONTENT_TOO_LARGE: () => ({ status: 413, message: 'Content too large', headers: CLOSE }),
   UNSUPPORTED_MEDIA_TYPE: () => ({ status: 415, message: 'Content-Type must be application/json' }),
   TOO_MANY_REQUESTS: (err) => {

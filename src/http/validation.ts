@@ -129,6 +129,57 @@ const moveBody = {
   },
 } as const;
 
+/** `POST /commits`: the envelope here; each operation is checked by its own schema below (so a refusal names it). */
+const commitBody = {
+  type: 'object',
+  required: ['operations'],
+  additionalProperties: false,
+  properties: {
+    message: { type: 'string' },
+    operations: { type: 'array', items: { type: 'object', required: ['op'], properties: { op: { enum: ['put', 'delete', 'move'] } } } },
+  },
+} as const;
+
+const ifMatchField = { type: 'string', minLength: 1, maxLength: 1024 } as const;
+
+const putOperation = {
+  type: 'object',
+  required: ['op', 'path', 'content'],
+  additionalProperties: false,
+  properties: {
+    op: { const: 'put' },
+    path: { type: 'string' },
+    content: { type: 'string' },
+    ifMatch: ifMatchField,
+    requiredReadPermission: { type: 'string' },
+    requiredWritePermission: { type: 'string' },
+  },
+} as const;
+
+const deleteOperation = {
+  type: 'object',
+  required: ['op', 'path'],
+  additionalProperties: false,
+  properties: { op: { const: 'delete' }, path: { type: 'string' } },
+} as const;
+
+const moveOperation = {
+  type: 'object',
+  required: ['op', 'from', 'to'],
+  additionalProperties: false,
+  properties: { op: { const: 'move' }, from: { type: 'string' }, to: { type: 'string' }, ifMatch: ifMatchField },
+} as const;
+
+export interface CommitBody {
+  message?: string;
+  operations: Array<{ op: 'put' | 'delete' | 'move' }>;
+}
+
+export type OperationBody =
+  | { op: 'put'; path: string; content: string; ifMatch?: string; requiredReadPermission?: string; requiredWritePermission?: string }
+  | { op: 'delete'; path: string }
+  | { op: 'move'; from: string; to: string; ifMatch?: string };
+
 const folderRuleBody = {
   type: 'object',
   additionalProperties: false,
@@ -149,6 +200,10 @@ const validators = {
   rollbackBody: strictAjv.compile<{ path: string; version: number }>(rollbackBody),
   pathBody: strictAjv.compile<{ path: string }>(pathBody),
   moveBody: strictAjv.compile<MoveBody>(moveBody),
+  commitBody: strictAjv.compile<CommitBody>(commitBody),
+  putOperation: strictAjv.compile<OperationBody & { op: 'put' }>(putOperation),
+  deleteOperation: strictAjv.compile<OperationBody & { op: 'delete' }>(deleteOperation),
+  moveOperation: strictAjv.compile<OperationBody & { op: 'move' }>(moveOperation),
   folderRuleBody: strictAjv.compile<{ requiredReadPermission?: string; requiredWritePermission?: string }>(folderRuleBody),
   createKeyBody: strictAjv.compile<{ name: string; role: string }>(createKeyBody),
   listQuery: ajv.compile<ListQuery>(listQuery),
@@ -191,6 +246,14 @@ export const validateBody = {
   rollback: (body: unknown) => check(validators.rollbackBody, body, 'field'),
   path: (body: unknown) => check(validators.pathBody, body, 'field'),
   move: (body: unknown): MoveBody => check(validators.moveBody, body, 'field'),
+  commit: (body: unknown): CommitBody => check(validators.commitBody, body, 'field'),
+  /** One operation of a commit, by its `op` (already known to be one of the three). */
+  operation: (op: { op: 'put' | 'delete' | 'move' }): OperationBody =>
+    op.op === 'put'
+      ? check(validators.putOperation, op, 'field')
+      : op.op === 'delete'
+        ? check(validators.deleteOperation, op, 'field')
+        : check(validators.moveOperation, op, 'field'),
   folderRule: (body: unknown) => check(validators.folderRuleBody, body, 'field'),
   createKey: (body: unknown) => check(validators.createKeyBody, body, 'field'),
 };

@@ -27,6 +27,7 @@ import { measureGet, measureHistory, measureList, measurePut, serverComplaints, 
 import { SERVER_ENV, startBareKoa, type Served } from './processes.js';
 import { best, fmt, ms, renderMarkdown, rounds, writeReport, type BenchReport, type Figure } from './report.js';
 import { runSearchPhase, type SearchResults } from './search.js';
+import { commitBatchText, measureCommitVsPuts, type CommitBatchResult } from './commitBatch.js';
 import { searchFigures } from './searchFigures.js';
 import { loadSettings, progress } from './settings.js';
 
@@ -170,6 +171,19 @@ try {
     }
   });
 
+  // ---- ours: one POST /commits of 100 puts against 100 sequential PUTs, same server, same run ----
+  let commitBatch: CommitBatchResult | undefined;
+  await phase(`ours, ${small.items} items: POST /commits of 100 puts vs 100 sequential PUTs`, async () => {
+    const { s } = await serve(small, 'commits');
+    try {
+      commitBatch = await measureCommitVsPuts({ url: s.served.url, key: small.key, operations: 100, rounds: ROUNDS + 1 });
+      progress(`  ${commitBatchText(commitBatch).ours}; ${commitBatchText(commitBatch).anchor}`);
+    } finally {
+      await stop(s, 'commits');
+    }
+  });
+  raw.commitBatch = commitBatch;
+
   // ---- ours: medium fixture, with anchors (a) and (b) interleaved round by round ----
   const gets: Array<LoadResult & { bodyBytes: number }> = [];
   const koas: Array<LoadResult & { bodyBytes: number }> = [];
@@ -309,6 +323,17 @@ try {
       ].join('; '),
     });
   } else figures.push({ figure: 'GET item, 32 connections', ours: get ? `${fmt(get.okPerSecond)} req/s` : na, anchor: koa ? `${fmt(koa.okPerSecond)} req/s` : na, ratio: null, target: '≥ 0.6× bare Koa', pass: false });
+  // One commit of 100 operations vs 100 PUTs (issue 15)
+  if (commitBatch) {
+    figures.push({
+      figure: '100-operation commit vs 100 PUTs, same run',
+      ...commitBatchText(commitBatch),
+      ratio: commitBatch.ratio,
+      target: '≥ 20× faster',
+      pass: commitBatch.ratio >= 20,
+      note: `best of ${commitBatch.rounds} alternating rounds, each writing new content to the same 100 items (${small.items}-item fixture)`,
+    });
+  } else figures.push({ figure: '100-operation commit vs 100 PUTs, same run', ours: na, anchor: na, ratio: null, target: '≥ 20× faster', pass: false });
   // PUT 1 writer vs plumbing
   const p1 = bestPut.medium;
   if (p1 && plumbing) {

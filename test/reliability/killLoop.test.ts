@@ -70,7 +70,7 @@ interface GitView {
   record: { id: string; path: string; deletedAt: string | null } | null;
 }
 
-describe('reliability: kill loop (SIGKILL under concurrent creates, updates, deletes, restores, moves)', function () {
+describe('reliability: kill loop (SIGKILL under concurrent creates, updates, deletes, restores, moves, commits of several moves)', function () {
   this.timeout(CYCLES * 20_000 + 60_000);
 
   let tmp: { dir: string; cleanup: () => Promise<void> };
@@ -99,10 +99,12 @@ describe('reliability: kill loop (SIGKILL under concurrent creates, updates, del
     const created = Array.from({ length: LOOPS }, () => 0);
     /** Every acknowledged create or update, to find in the history at the end. */
     const ackedContents: string[] = [];
-    const totals = { cycles: 0, sent: 0, acked: 0, ackedByOp: { create: 0, update: 0, delete: 0, restore: 0, move: 0 }, landedUnacked: 0, pathChecks: 0, postponed: 0 };
+    const totals = { cycles: 0, sent: 0, acked: 0, ackedByOp: { create: 0, update: 0, delete: 0, restore: 0, move: 0, commit: 0 }, landedUnacked: 0, pathChecks: 0, postponed: 0 };
 
     // The movers are created before the first kill: their fate is what the moves do to them.
     const movers: MoverModel[] = [];
+    /** A POST /commits moving every mover was sent and not answered when the server died. */
+    let moversBatchInFlight = false;
     for (let n = 0; n < MOVERS; n++) {
       const slots = [`${MOVE_PREFIX}m${n}/here.md`, `${MOVE_PREFIX}m${n}/there/moved.md`] as const;
       const res = await fetch(`${child.url}/api/v1/knowledge/items/${slots[0]}`, {
@@ -205,34 +207,42 @@ describe('reliability: kill loop (SIGKILL under concurrent creates, updates, del
         }
       };
 
-      /** Moves a random mover to its other path, one request at a time, until the kill. */
+      /**
+       * Moves a random mover to its other path, one request at a time, until the kill; every other request
+       * moves all of them in one POST /commits, which must land whole or not at all.
+       */
       const runMover = async (): Promise<void> => {
+        let turn = 0;
         while (!killed) {
-          const m = pick(movers);
-          const [from, to] = [m.slots[m.at], m.slots[1 - m.at]] as [string, string];
-          m.inFlight = true;
+          const batch = turn++ % 2 === 1;
+          const moving = batch ? movers : [pick(movers)];
+          const moves = moving.map((m) => ({ op: 'move', from: m.slots[m.at], to: m.slots[1 - m.at] }));
+          const what = batch ? `commit of ${moves.length} moves` : `move ${moves[0]?.from} -> ${moves[0]?.to}`;
+          for (const m of moving) m.inFlight = true;
+          if (batch) moversBatchInFlight = true;
           totals.sent++;
           let res: Response;
           try {
-            res = await fetch(`${api}/move`, {
+            res = await fetch(batch ? `${api}/commits` : `${api}/move`, {
               method: 'POST',
               headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-              body: JSON.stringify({ from, to }),
+              body: JSON.stringify(batch ? { operations: moves } : { from: moves[0]?.from, to: moves[0]?.to }),
               signal: AbortSignal.timeout(15_000),
             });
           } catch (err) {
-            if (!killed) unexpected.push(`cycle ${cycle}: move ${from} -> ${to} failed before the kill: ${String(err)}`);
+            if (!killed) unexpected.push(`cycle ${cycle}: ${what} failed before the kill: ${String(err)}`);
             return; // unknown outcome: stays in flight
           }
           const text = await res.text().catch(() => '');
-          m.inFlight = false;
+          for (const m of moving) m.inFlight = false;
+          moversBatchInFlight = false;
           if (res.status !== 200) {
-            unexpected.push(`cycle ${cycle}: move ${from} -> ${to} answered ${res.status} ${text}`);
+            unexpected.push(`cycle ${cycle}: ${what} answered ${res.status} ${text}`);
             return;
           }
-          m.at = m.at === 0 ? 1 : 0;
+          for (const m of moving) m.at = m.at === 0 ? 1 : 0;
           totals.acked++;
-          totals.ackedByOp.move++;
+          totals.ackedByOp[batch ? 'commit' : 'move']++;
           ackedThisCycle++;
         }
       };
@@ -258,10 +268,15 @@ describe('reliability: kill loop (SIGKILL under concurrent creates, updates, del
       // Restart on the same data dir: no repair step, no new organization, no new admin key.
       child = await spawnServe(dataDir);
       expect(child.stdout(), `cycle ${cycle}`).to.not.include('Admin API key');
+      const atBefore = movers.map((m) => m.at);
       const problems = [
         ...(await checkAgainstModel(cycle, child.url, key, gitdir, model, touched, totals)),
         ...(await checkMovers(cycle, child.url, key, gitdir, movers, totals)),
       ];
+      // One commit of several moves: all of them landed, or none.
+      const landed = movers.filter((m, n) => m.at !== atBefore[n]).length;
+      if (moversBatchInFlight && landed !== 0 && landed !== movers.length) problems.push(`cycle ${cycle}: ${landed} of the ${movers.length} moves of one commit landed`);
+      moversBatchInFlight = false;
       expect(problems, `after cycle ${cycle}:\n${problems.join('\n')}`).to.deep.equal([]);
 
       await fsckStrict(gitdir);
@@ -286,7 +301,7 @@ describe('reliability: kill loop (SIGKILL under concurrent creates, updates, del
     console.log(
       `      kill loop: ${totals.cycles}/${CYCLES} cycles survived in ${seconds} s; ${totals.acked} acknowledged writes checked ` +
         `(${totals.ackedByOp.create} creates, ${totals.ackedByOp.update} updates, ${totals.ackedByOp.delete} deletes, ` +
-        `${totals.ackedByOp.restore} restores, ${totals.ackedByOp.move} moves) of ${totals.sent} sent; ${totals.landedUnacked} in-flight writes found landed; ` +
+        `${totals.ackedByOp.restore} restores, ${totals.ackedByOp.move} moves, ${totals.ackedByOp.commit} commits of 3 moves) of ${totals.sent} sent; ${totals.landedUnacked} in-flight writes found landed; ` +
         `${totals.pathChecks} path checks over ${model.size} paths; ${commits} commits` +
         (totals.postponed ? `; ${totals.postponed} kill(s) waited for the first acknowledgement` : ''),
     );

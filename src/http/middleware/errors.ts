@@ -42,7 +42,7 @@ export function errorEnvelope(logger: Logger): Middleware<AppState> {
         ctx.type = 'text/plain';
         ctx.body = `${response.message}\n`;
       } else {
-        ctx.body = { success: false, error: response.message };
+        ctx.body = { success: false, error: response.message, ...(response.data ? { data: response.data } : {}) };
       }
     }
   };

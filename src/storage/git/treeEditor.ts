@@ -9,13 +9,20 @@ export interface TreeChange {
   oid: string | null;
 }
 
+/**
+ * `replace`: an earlier change of the same `apply` put the other kind of entry at this name (a file
+ * removed, then a folder made there, or the reverse: one commit of several items, POST /commits), so
+ * whatever the base tree holds at this name goes.
+ */
 interface Dir {
   kind: 'dir';
   children: Map<string, Dir | Leaf>;
+  replace?: boolean;
 }
 interface Leaf {
   kind: 'leaf';
   oid: string | null;
+  replace?: boolean;
 }
 
 export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
@@ -56,12 +63,14 @@ export class TreeEditor {
       for (const part of parts.slice(0, -1)) {
         let next = dir.children.get(part);
         if (!next || next.kind !== 'dir') {
-          next = { kind: 'dir', children: new Map() };
+          next = { kind: 'dir', children: new Map(), ...(next ? { replace: true } : {}) };
           dir.children.set(part, next);
         }
         dir = next;
       }
-      dir.children.set(parts[parts.length - 1] as string, { kind: 'leaf', oid: change.oid });
+      const name = parts[parts.length - 1] as string;
+      const earlier = dir.children.get(name);
+      dir.children.set(name, { kind: 'leaf', oid: change.oid, ...(earlier?.kind === 'dir' ? { replace: true } : {}) });
     }
     return (await this.rewrite(root, top, stager, '')) ?? this.write([], stager);
   }
@@ -75,14 +84,18 @@ export class TreeEditor {
       const existing = at === -1 ? undefined : entries[at];
       let next: TreeEntry | null;
       if (change.kind === 'leaf') {
-        if (existing && existing.type !== 'blob') throw new Error(`cannot place a file at ${where}${name}: it is a folder`);
+        if (existing && existing.type !== 'blob' && !change.replace) throw new Error(`cannot place a file at ${where}${name}: it is a folder`);
         next = change.oid === null ? null : { mode: '100644', path: name, oid: change.oid, type: 'blob' };
       } else {
-        if (existing && existing.type !== 'tree') throw new Error(`cannot use ${where}${name} as a folder: it is a file`);
-        const sub = await this.rewrite(existing?.oid ?? null, change, stager, `${where}${name}/`);
+        if (existing && existing.type !== 'tree' && !change.replace) throw new Error(`cannot use ${where}${name} as a folder: it is a file`);
+        const sub = await this.rewrite(existing?.type === 'tree' ? existing.oid : null, change, stager, `${where}${name}/`);
         next = sub === null ? null : { mode: '040000', path: name, oid: sub, type: 'tree' };
       }
-      if (existing && next) entries[at] = next; // same name, same kind: same place
+      if (existing && next && existing.type !== next.type) {
+        // Another kind under the same name sorts elsewhere (a folder's name sorts as if it ended in "/").
+        entries.splice(at, 1);
+        entries.splice(insertionPoint(entries, next), 0, next);
+      } else if (existing && next) entries[at] = next; // same name, same kind: same place
       else if (existing) entries.splice(at, 1);
       else if (next) entries.splice(insertionPoint(entries, next), 0, next);
     }

@@ -1,6 +1,7 @@
-import { formatCommitMessage, formatFolderCommitMessage, type ItemAction } from './commitMessage.js';
+import { formatCommitMessage, formatFolderCommitMessage, type ItemAction, type ItemTrailers } from './commitMessage.js';
 import { historyEntry, type HistoryEntry } from './historyLog.js';
-import type { IndexEntry, IndexOverlay } from './itemIndex.js';
+import { blobObject } from '../git/objectFormat.js';
+import { IndexOverlay, type IndexEntry, type IndexView } from './itemIndex.js';
 import { LAYOUT, serializeFolderRule, serializeRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
 import type { ObjectStager } from '../git/objectStager.js';
 import type { TreeChange, TreeEditor } from '../git/treeEditor.js';
@@ -38,7 +39,34 @@ export interface FolderRuleIntent {
   when: Date;
 }
 
-export type WriteIntent = ItemIntent | FolderRuleIntent;
+/**
+ * Several item changes as one commit (`POST /commits`): applied in order, each on the state the
+ * ones before it left; the commit names every item it changed (see `commitTrailers`).
+ */
+export interface CommitIntent {
+  mutation: 'commit';
+  items: readonly ItemIntent[];
+  summary: string;
+  author: { name: string; email: string };
+  when: Date;
+}
+
+export type WriteIntent = ItemIntent | FolderRuleIntent | CommitIntent;
+
+/** What an item intent leaves in the index: the entry at its path (null for a purge), and the path a move frees. */
+export function entryAfter(intent: ItemIntent, view: IndexView): IndexEntry | null {
+  if (intent.mutation === 'purge') return null;
+  const source = intent.mutation === 'move' ? (intent.from === undefined ? undefined : view.get(intent.from)) : view.get(intent.path);
+  const blobOid = intent.mutation === 'put' ? blobObject(Buffer.from(intent.content ?? '', 'utf8')).oid : source?.blobOid;
+  if (blobOid === undefined) throw new Error(`no entry to ${intent.mutation} at ${intent.from ?? intent.path}`);
+  return { record: intent.record, blobOid, recordOid: blobObject(Buffer.from(serializeRecord(intent.record), 'utf8')).oid };
+}
+
+/** Makes an item intent's effect visible in `overlay`: a move frees the path it left, in the same step as it takes the new one. */
+export function applyToOverlay(overlay: IndexOverlay, intent: ItemIntent, entry: IndexEntry | null): void {
+  if (intent.mutation === 'move' && intent.from !== undefined) overlay.set(intent.from, null);
+  overlay.set(intent.path, entry);
+}
 
 /**
  * The commit builder: turns one write intent into the blobs, the rewritten
@@ -54,12 +82,65 @@ export async function buildCommit(args: {
   root: string | null;
   stager: ObjectStager;
   written: Map<string, string>;
-}): Promise<{ commitId: string; root: string; entry: IndexEntry | null; history: HistoryEntry }> {
+}): Promise<{ commitId: string; root: string; entry: IndexEntry | null; entries: Array<IndexEntry | null>; history: HistoryEntry }> {
   const { intent, stager } = args;
-  const { changes, entry, message } =
-    intent.mutation === 'folderRule' ? folderChanges(intent, stager) : itemChanges(intent, args);
+  const { changes, entries, message } =
+    intent.mutation === 'folderRule'
+      ? { ...folderChanges(intent, stager), entries: [] }
+      : intent.mutation === 'commit'
+        ? severalItemChanges(intent, args)
+        : (({ changes, entry, message }) => ({ changes, entries: [entry], message }))(itemChanges(intent, args));
   const { commitId, root, author } = await stageCommit({ ...args, changes, author: intent.author, when: intent.when, message });
-  return { commitId, root, entry, history: historyEntry(commitId, { parent: args.head, message, author }) };
+  const entry = intent.mutation === 'commit' ? null : (entries[0] ?? null);
+  return { commitId, root, entry, entries, history: historyEntry(commitId, { parent: args.head, message, author }) };
+}
+
+/**
+ * The tree changes of several item intents, each decided on the state the ones before it left (read
+ * through a layer over `overlay`, which itself is left as it was): a later change of a path replaces
+ * an earlier one, and removing what the base tree never had is no change.
+ */
+function severalItemChanges(
+  intent: CommitIntent,
+  args: { overlay: IndexOverlay; stager: ObjectStager; written: Map<string, string> },
+): { changes: TreeChange[]; entries: Array<IndexEntry | null>; message: string } {
+  const layer = new IndexOverlay(args.overlay);
+  const byPath = new Map<string, TreeChange>();
+  const entries: Array<IndexEntry | null> = [];
+  for (const item of intent.items) {
+    const { changes, entry } = itemChanges(item, { ...args, overlay: layer });
+    for (const change of changes) {
+      byPath.delete(change.path);
+      byPath.set(change.path, change);
+    }
+    applyToOverlay(layer, item, entry);
+    entries.push(entry);
+  }
+  return { changes: [...byPath.values()], entries, message: formatCommitMessage(intent.summary, commitTrailers(intent.items)) };
+}
+
+/**
+ * One trailer group per item, in the order each was first changed. An item changed by several
+ * intents (a put, then a move of it) is one group: created if its first change created it, else
+ * moved (from where it was before the commit) if any change moved it, else its last action.
+ */
+export function commitTrailers(items: readonly ItemIntent[]): ItemTrailers[] {
+  const byId = new Map<string, ItemTrailers>();
+  for (const item of items) {
+    const seen = byId.get(item.record.id);
+    const fromPath = item.mutation === 'move' ? item.from : undefined;
+    if (!seen) {
+      byId.set(item.record.id, { itemId: item.record.id, itemPath: item.path, action: item.action, ...(fromPath ? { fromPath } : {}) });
+      continue;
+    }
+    seen.itemPath = item.path;
+    if (seen.action === 'create') continue;
+    if (item.mutation === 'move' && seen.action !== 'move') {
+      seen.action = 'move';
+      seen.fromPath = seen.fromPath ?? (item.from as string);
+    } else if (seen.action !== 'move') seen.action = item.action;
+  }
+  return [...byId.values()];
 }
 
 /**
@@ -85,7 +166,7 @@ export async function stageCommit(args: {
 
 function itemChanges(
   intent: ItemIntent,
-  args: { overlay: IndexOverlay; stager: ObjectStager; written: Map<string, string> },
+  args: { overlay: IndexView; stager: ObjectStager; written: Map<string, string> },
 ): { changes: TreeChange[]; entry: IndexEntry | null; message: string } {
   const { path, record } = intent;
   const { stager } = args;

@@ -1,18 +1,28 @@
 import { errnoCode } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import { messageBody, parseTrailers, type ItemAction } from './commitMessage.js';
+import { messageBody, parseAllTrailers, type ItemAction } from './commitMessage.js';
 import { writeFileDurable } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
+
+/** One item's change in a commit: `path` is where the item is after it, `from` (moves only) where it was before. */
+export interface ItemChange {
+  id: string;
+  path: string;
+  action: ItemAction;
+  from?: string;
+}
 
 /** One commit on main, as history and the change feed need it. */
 export interface HistoryEntry {
   commitId: string;
   parent: string | null;
   /**
-   * Present when the commit changed an item (its `Item-*` trailers): `path` is where the item is
-   * after the commit, `from` (moves only) where it was before.
+   * Present when the commit changed an item (its `Item-*` trailers): the first item it names, and in
+   * an item's own history (`itemHistory`) that item's change.
    */
-  item?: { id: string; path: string; action: ItemAction; from?: string };
+  item?: ItemChange;
+  /** Every item the commit changed, in order: present only when there are several (`POST /commits`). */
+  items?: readonly ItemChange[];
   /** The message without the store's trailers. */
   message: string;
   author: { name: string; email: string };
@@ -117,10 +127,11 @@ export class HistoryLog {
   private push(entry: HistoryEntry): void {
     this.positions.set(entry.commitId, this.entries.length);
     this.entries.push(entry);
-    if (entry.item) {
-      let list = this.byItem.get(entry.item.id);
-      if (!list) this.byItem.set(entry.item.id, (list = []));
-      list.push(entry);
+    for (const one of perItem([entry])) {
+      if (!one.item) continue;
+      let list = this.byItem.get(one.item.id);
+      if (!list) this.byItem.set(one.item.id, (list = []));
+      list.push(one);
     }
   }
 
@@ -157,14 +168,32 @@ export class HistoryLog {
   }
 }
 
+/** Every item a commit changed (none for a folder rule's commit). */
+export function itemChanges(entry: HistoryEntry): readonly ItemChange[] {
+  return entry.items ?? (entry.item ? [entry.item] : []);
+}
+
+/**
+ * The entries with a commit of several items split into one entry per item (same commit, `item` that
+ * item's change, no `items`): what per-item readers (history, the change feed) walk.
+ */
+export function perItem(entries: readonly HistoryEntry[]): HistoryEntry[] {
+  return entries.flatMap((e) => {
+    if (!e.items) return [e];
+    const { items, ...rest } = e;
+    return items.map((item) => ({ ...rest, item }));
+  });
+}
+
 export function historyEntry(commitId: string, facts: CommitFacts): HistoryEntry {
-  const trailers = parseTrailers(facts.message);
+  const items = parseAllTrailers(facts.message).map(
+    (t): ItemChange => ({ id: t.itemId, path: t.itemPath, action: t.action, ...(t.fromPath ? { from: t.fromPath } : {}) }),
+  );
   return {
     commitId,
     parent: facts.parent,
-    ...(trailers
-      ? { item: { id: trailers.itemId, path: trailers.itemPath, action: trailers.action, ...(trailers.fromPath ? { from: trailers.fromPath } : {}) } }
-      : {}),
+    ...(items[0] ? { item: items[0] } : {}),
+    ...(items.length > 1 ? { items } : {}),
     message: messageBody(facts.message),
     author: { name: facts.author.name, email: facts.author.email },
     timestamp: facts.author.timestamp,
@@ -173,17 +202,35 @@ export function historyEntry(commitId: string, facts: CommitFacts): HistoryEntry
 
 /**
  * One line per commit. A move's line has a tenth field, its `from` path; lines without one read as
- * before, so a log written before moves existed is kept, not rebuilt.
+ * before, so a log written before moves existed is kept, not rebuilt. A commit of several items has
+ * an eleventh: every item, as `[id, path, action, from?]` (the first one also in fields 3-5 and 10).
  */
 function serialize(e: HistoryEntry): string {
-  const fields = [e.commitId, e.parent, e.item?.id ?? null, e.item?.path ?? null, e.item?.action ?? null, e.message, e.author.name, e.author.email, e.timestamp];
+  const fields: unknown[] = [e.commitId, e.parent, e.item?.id ?? null, e.item?.path ?? null, e.item?.action ?? null, e.message, e.author.name, e.author.email, e.timestamp];
+  if (e.items) {
+    const all = e.items.map((i) => (i.from === undefined ? [i.id, i.path, i.action] : [i.id, i.path, i.action, i.from]));
+    return JSON.stringify([...fields, e.item?.from ?? null, all]);
+  }
   return JSON.stringify(e.item?.from === undefined ? fields : [...fields, e.item.from]);
+}
+
+function parseItems(v: unknown): ItemChange[] | null {
+  if (!Array.isArray(v) || v.length < 2) return null;
+  const out: ItemChange[] = [];
+  for (const i of v as unknown[]) {
+    if (!Array.isArray(i) || i.length < 3 || i.length > 4 || !i.every((f) => typeof f === 'string')) return null;
+    const [id, path, action, from] = i as [string, string, ItemAction, string | undefined];
+    out.push({ id, path, action, ...(from === undefined ? {} : { from }) });
+  }
+  return out;
 }
 
 function parse(line: string): HistoryEntry | null {
   try {
     const v = JSON.parse(line) as unknown;
-    if (!Array.isArray(v) || (v.length !== 9 && v.length !== 10)) return null;
+    if (!Array.isArray(v) || v.length < 9 || v.length > 11) return null;
+    const items = v.length === 11 ? parseItems(v[10]) : undefined;
+    if (items === null) return null;
     const [commitId, parent, id, path, action, message, name, email, timestamp, from] = v as [
       string,
       string | null,
@@ -194,14 +241,15 @@ function parse(line: string): HistoryEntry | null {
       string,
       string,
       number,
-      string | undefined,
+      string | null | undefined,
     ];
     if (typeof commitId !== 'string' || typeof message !== 'string' || typeof timestamp !== 'number') return null;
-    if (from !== undefined && typeof from !== 'string') return null;
+    if (from !== undefined && from !== null && typeof from !== 'string') return null;
     return {
       commitId,
       parent,
       ...(id && path && action ? { item: { id, path, action, ...(from ? { from } : {}) } } : {}),
+      ...(items ? { items } : {}),
       message,
       author: { name, email },
       timestamp,

@@ -4,7 +4,7 @@ import { blobObject } from '../git/objectFormat.js';
 import { ObjectStager } from '../git/objectStager.js';
 import { compareAndSwapRef } from '../git/refs.js';
 import type { TreeEditor } from '../git/treeEditor.js';
-import { buildCommit, type WriteIntent } from './commitBuilder.js';
+import { applyToOverlay, buildCommit, entryAfter, type ItemIntent, type WriteIntent } from './commitBuilder.js';
 import type { DerivedView, DerivedViews, PublishedBatch, StagedView } from './derivedViews.js';
 import type { HistoryEntry } from './historyLog.js';
 import { IndexOverlay, type IndexEntry, type IndexView, type ItemIndex } from './itemIndex.js';
@@ -13,6 +13,37 @@ import { IndexOverlay, type IndexEntry, type IndexView, type ItemIndex } from '.
 export interface RepoView extends IndexView {
   /** True when `content` is byte for byte the entry's stored content (compared by blob id, no read). */
   contentMatches(entry: IndexEntry, content: string): boolean;
+  /**
+   * A layer over this view in which a transaction plans several item changes in turn (`POST /commits`):
+   * each one `apply`ed is seen by the next decision; nothing is written, and this view is left as it was.
+   */
+  scratch(): ScratchView;
+}
+
+export interface ScratchView extends RepoView {
+  /** Makes the intent's effect visible in this layer; returns the item's entry after it. */
+  apply(intent: ItemIntent): IndexEntry | null;
+}
+
+function viewOf(overlay: IndexOverlay): RepoView {
+  return {
+    get: (path) => overlay.get(path),
+    hasEntriesUnder: (folder) => overlay.hasEntriesUnder(folder),
+    folderRule: (folder) => overlay.folderRule(folder),
+    contentMatches: (entry, content) => blobObject(Buffer.from(content, 'utf8')).oid === entry.blobOid,
+    scratch: () => scratchOf(new IndexOverlay(overlay)),
+  };
+}
+
+function scratchOf(layer: IndexOverlay): ScratchView {
+  return {
+    ...viewOf(layer),
+    apply: (intent) => {
+      const entry = entryAfter(intent, layer);
+      applyToOverlay(layer, intent, entry);
+      return entry;
+    },
+  };
 }
 
 /** Decides, against the current state, what to write; throws a domain error to refuse; null to write nothing. */
@@ -20,8 +51,10 @@ export type Transaction = (view: RepoView) => WriteIntent | null | Promise<Write
 
 export interface WriteResult {
   commitId: string | null;
-  /** The item as written (null for a purge, a folder rule, or no commit). */
+  /** The item as written (null for a purge, a folder rule, a commit of several items, or no commit). */
   entry: IndexEntry | null;
+  /** Per item intent of a commit of several, in order: the item as written (null for a purge). */
+  entries?: Array<IndexEntry | null>;
 }
 
 /** What readers see: the last published state of the branch. */
@@ -146,12 +179,7 @@ export class WritePipeline {
   private async buildBatch(batch: PendingTxn[], previous: BuiltBatch | null): Promise<BuiltBatch> {
     const committed = this.deps.committed();
     const overlay = new IndexOverlay(previous?.overlay ?? committed.index);
-    const view: RepoView = {
-      get: (path) => overlay.get(path),
-      hasEntriesUnder: (folder) => overlay.hasEntriesUnder(folder),
-      folderRule: (folder) => overlay.folderRule(folder),
-      contentMatches: (entry, content) => blobObject(Buffer.from(content, 'utf8')).oid === entry.blobOid,
-    };
+    const view = viewOf(overlay);
     const parent = previous ? previous.head : committed.head;
     const root = previous ? previous.root : committed.rootTree;
     const built: BuiltBatch = { outcomes: [], overlay, stager: new ObjectStager(), written: new Map(), commits: [], parent, head: parent, root };
@@ -167,12 +195,9 @@ export class WritePipeline {
         built.head = commit.commitId;
         built.root = commit.root;
         if (intent.mutation === 'folderRule') overlay.setFolderRule(intent.folder, intent.rule);
-        else {
-          // A move frees the path it left, in the same commit as it takes the new one.
-          if (intent.mutation === 'move' && intent.from !== undefined) overlay.set(intent.from, null);
-          overlay.set(intent.path, commit.entry);
-        }
-        built.outcomes.push({ pending, result: { commitId: commit.commitId, entry: commit.entry } });
+        else if (intent.mutation === 'commit') intent.items.forEach((item, i) => applyToOverlay(overlay, item, commit.entries[i] ?? null));
+        else applyToOverlay(overlay, intent, commit.entry);
+        built.outcomes.push({ pending, result: { commitId: commit.commitId, entry: commit.entry, entries: commit.entries } });
       } catch (error) {
         built.outcomes.push({ pending, error });
       }

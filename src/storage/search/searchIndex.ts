@@ -2,6 +2,7 @@ import type { Logger } from '../../common/log.js';
 import type { DerivedView, PublishedBatch, StagedView, StagingBatch } from '../repo/derivedViews.js';
 import type { IndexEntry, IndexView } from '../repo/itemIndex.js';
 import type { FolderRule, ItemRecord } from '../repo/itemRecord.js';
+import { itemChanges } from '../repo/historyLog.js';
 import { matchExpression, pathMatchExpression, type SearchTerms } from './matchExpression.js';
 import { ReadGate } from './readGate.js';
 import { SearchDb, type IndexedItem } from './searchDb.js';
@@ -350,11 +351,14 @@ function changedPaths(batch: Pick<PublishedBatch, 'commits'>): { paths: Set<stri
   const paths = new Set<string>();
   let rulesChanged = false;
   for (const commit of batch.commits) {
-    if (commit.item) {
-      paths.add(commit.item.path);
+    const items = itemChanges(commit);
+    // A folder rule's commit names no item.
+    if (items.length === 0) rulesChanged = true;
+    for (const item of items) {
+      paths.add(item.path);
       // A move leaves its old path: dropped there, indexed at the new one.
-      if (commit.item.from !== undefined) paths.add(commit.item.from);
-    } else rulesChanged = true;
+      if (item.from !== undefined) paths.add(item.from);
+    }
   }
   return { paths, rulesChanged };
 }

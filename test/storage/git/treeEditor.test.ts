@@ -174,6 +174,23 @@ describe('storage/treeEditor (memfs)', () => {
       expect(String(error)).to.match(/cannot use top\.md as a folder: it is a file/);
     });
 
+    it('in one apply, turns a removed file into a folder and an emptied folder into a file (one commit of several items)', async () => {
+      const { 'n.md': oid } = await blobs({ 'n.md': 'new' });
+      const editor = new TreeEditor(reader());
+      // top.md leaves, and a folder top.md/ takes its name; a/e/z.md leaves, and a file a/e takes the emptied folder's name.
+      const result = await apply(editor, root, [
+        { path: 'top.md', oid: null },
+        { path: 'top.md/n.md', oid: oid as string },
+        { path: 'a/e/z.md', oid: null },
+        { path: 'a/e', oid: oid as string },
+      ]);
+      const top = await readRawTree(fs, GITDIR, result.root);
+      expect(top.map((e) => `${e.mode} ${e.name}`)).to.deep.equal(['40000 a', '40000 f', '40000 top.md']);
+      const a = await readRawTree(fs, GITDIR, (await lookup(fs, GITDIR, result.root, 'a'))?.oid as string);
+      expect(a.map((e) => `${e.mode} ${e.name}`)).to.deep.equal(['40000 b', '100644 e']);
+      expect((await lookup(fs, GITDIR, result.root, 'top.md/n.md'))?.oid).to.equal(oid);
+    });
+
     it('remembers the trees it wrote: a second change to the same folders reads nothing', async () => {
       const editor = new TreeEditor(reader());
       const oids = await blobs({ 'a/b/c/x.md': 'v2', 'a/b/c/x2.md': 'v3' });

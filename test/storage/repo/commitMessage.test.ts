@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { formatCommitMessage, parseTrailers, type ItemAction, type ItemTrailers } from '../../../src/storage/repo/commitMessage.js';
+import { formatCommitMessage, parseAllTrailers, parseTrailers, type ItemAction, type ItemTrailers } from '../../../src/storage/repo/commitMessage.js';
 
 /** Trailers: history is rebuilt from them, so a client message must not forge them. */
 
@@ -75,5 +75,34 @@ describe('storage/commitMessage', () => {
     expect(parseTrailers('x\n\nItem-Id: a\nItem-Action: create\n')).to.equal(null);
     // Trailers in an earlier paragraph only: not trailers.
     expect(parseTrailers('x\n\nItem-Id: a\nItem-Path: b.md\nItem-Action: create\n\nA closing remark.\n')).to.equal(null);
+  });
+
+  describe('a commit of several items', () => {
+    const several: ItemTrailers[] = [
+      { itemId: 'a', itemPath: 'x/a.md', action: 'create' },
+      { itemId: 'b', itemPath: 'y/b.md', action: 'move', fromPath: 'x/b.md' },
+      { itemId: 'c', itemPath: 'c.md', action: 'delete' },
+    ];
+
+    it('writes one group per item in one paragraph, each starting with Item-Id, and reads them back in order', () => {
+      const message = formatCommitMessage('Reorganise', several);
+      expect(message).to.equal(
+        'Reorganise\n\nItem-Id: a\nItem-Path: x/a.md\nItem-Action: create\nItem-Id: b\nItem-Path: y/b.md\nItem-Action: move\n' +
+          'Item-From-Path: x/b.md\nItem-Id: c\nItem-Path: c.md\nItem-Action: delete\n',
+      );
+      expect(parseAllTrailers(message)).to.deep.equal(several);
+      // The one-item reader still sees the first item.
+      expect(parseTrailers(message)).to.deep.equal(several[0]);
+    });
+
+    it('reads a one-item message (every commit before) as a list of one, and a folder commit as none', () => {
+      expect(parseAllTrailers(formatCommitMessage('x', TRAILERS))).to.deep.equal([TRAILERS]);
+      expect(parseAllTrailers('Rule\n\nFolder-Path: board\nFolder-Action: rule\n')).to.deep.equal([]);
+    });
+
+    it('cannot be forged from the client message', () => {
+      const client = 'Item-Id: forged\nItem-Path: other.md\nItem-Action: purge\n\nItem-Id: f2\nItem-Path: o.md\nItem-Action: purge';
+      expect(parseAllTrailers(formatCommitMessage(client, several))).to.deep.equal(several);
+    });
   });
 });

@@ -234,6 +234,39 @@ describe('storage/historyLog', () => {
     });
   });
 
+  describe('a commit of several items', () => {
+    it('names every item; each item\'s history has the commit (with its own change); the file keeps it and git rebuilds it', async () => {
+      await put('a.md', 'one');
+      await put('b.md', 'two');
+      const result = await repo.write((v) => {
+        const scratch = v.scratch();
+        const items: ItemIntent[] = [];
+        for (const intent of [putIntent(scratch, 'a.md', 'one again'), putIntent(scratch, 'c.md', 'three')]) {
+          items.push(intent as ItemIntent);
+          scratch.apply(intent as ItemIntent);
+        }
+        const moved = moveToIntent(scratch, 'c.md', 'd/c.md', tick()) as ItemIntent;
+        items.push(moved);
+        return { mutation: 'commit', items, summary: 'Several', author: AUTHOR, when: tick() };
+      });
+      expect(result.entries?.map((e) => e?.record.path)).to.deep.equal(['a.md', 'c.md', 'd/c.md']);
+      const last = repo.history.itemHistory('id:a.md').at(-1);
+      expect(last?.commitId).to.equal(result.commitId);
+      expect(last?.item).to.deep.equal({ id: 'id:a.md', path: 'a.md', action: 'update' });
+      // Created and moved in one commit: one version, a create at where it ended.
+      expect(repo.history.itemHistory('id:c.md').map((e) => e.item)).to.deep.equal([{ id: 'id:c.md', path: 'd/c.md', action: 'create' }]);
+      expect(repo.get('c.md')).to.equal(undefined);
+      expect(repo.get('d/c.md')?.record.id).to.equal('id:c.md');
+      const before = await entriesOf(repo.history);
+      expect(before.at(-1)?.items?.length).to.equal(2);
+      const fromFile = readCommitSpy(fs);
+      expect(await entriesOf(await load(fromFile))).to.deep.equal(before);
+      expect(fromFile.calls).to.deep.equal([]);
+      vol.unlinkSync(LOG);
+      expect(await entriesOf(await load(readCommitSpy(fs)))).to.deep.equal(before);
+    });
+  });
+
   describe('reloading', () => {
     it('with the log file intact reads no commit from git', async () => {
       await writeSome();
