@@ -72,6 +72,10 @@ describe('crash safety (child process)', function () {
       const url = child.url;
       let killed = false;
       let ackedThisCycle = 0;
+      // The kill comes a random while after the first write of the cycle is acknowledged: on a loaded
+      // machine a fixed delay from the start could fall before the restarted server answers at all.
+      let firstAck: () => void = () => undefined;
+      const acknowledged = new Promise<void>((resolve) => (firstAck = resolve));
       const runLoop = async (loop: number): Promise<void> => {
         for (;;) {
           const version = (versions[loop] ?? 0) + 1;
@@ -101,10 +105,12 @@ describe('crash safety (child process)', function () {
           const write = { loop, path, version };
           allAcked.push(write);
           ackedThisCycle++;
+          firstAck();
           if ((acked.get(path)?.version ?? 0) < version) acked.set(path, write);
         }
       };
       const loops = Array.from({ length: LOOPS }, (_, loop) => runLoop(loop));
+      await Promise.race([acknowledged, sleep(15_000)]);
       await sleep(300 + Math.floor(Math.random() * 500));
       killed = true;
       const exit = await child.kill('SIGKILL');
