@@ -85,12 +85,15 @@ export function createApp(deps: AppDeps): Koa<AppState> {
       ctx.body = { success: true, data: { allow: ctx.response.get('Allow').split(/,\s*/).filter(Boolean) } };
     }
   });
-  app.use(
-    router.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new MethodNotAllowed(),
-      notImplemented: () => new MethodNotAllowed(),
-    }),
-  );
+  // A known route asked with a method it does not answer: 405 with `Allow` (RFC 9110 §15.5.6). The router
+  // knows the methods but sets Allow only when it answers itself, so it answers, and the answer becomes our
+  // error (the one envelope, the one table) carrying the list it set.
+  const allowed = router.allowedMethods();
+  app.use(async (ctx, next) => {
+    await allowed(ctx, next);
+    if (ctx.status === 405 || ctx.status === 501) {
+      throw new MethodNotAllowed({ allow: ctx.response.get('Allow').split(/,\s*/).filter(Boolean) });
+    }
+  });
   return app;
 }

@@ -1,0 +1,89 @@
+import { expect } from 'chai';
+import { requestIdOf } from '../../src/http/middleware/requestContext.js';
+import { api, startTestServer, type TestServer } from '../support/server.js';
+import { expectError, ITEMS, LIST, put, UUID } from './helpers.js';
+
+/** Contract §12 and issue 16: the conventions operators and integrators expect of an HTTP service. */
+
+describe('operations: X-Request-Id', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server?.close());
+
+  it('a well-formed incoming id (1–128 of A-Za-z0-9-_.:) is kept, on success and failure alike', async () => {
+    for (const id of ['a', 'req-1', 'Trace_ID.42:7', '0'.repeat(128), '4bf92f3577b34da6a3ce929d0e0e4736']) {
+      const ok = await api(`${server.url}${LIST}`, { key: server.adminKey, headers: { 'X-Request-Id': id } });
+      expect(ok.status).to.equal(200);
+      expect(ok.headers.get('x-request-id'), id).to.equal(id);
+      const refused = await api(`${server.url}${LIST}`, { headers: { 'X-Request-Id': id } });
+      expect(refused.status).to.equal(401);
+      expect(refused.headers.get('x-request-id'), id).to.equal(id);
+    }
+  });
+
+  it('anything else is replaced by a new UUID: too long, a space, a slash, a comma, non-ASCII', async () => {
+    for (const id of ['0'.repeat(129), 'a b', 'a/b', 'a,b', 'é', 'a;b', '<x>']) {
+      const res = await api(`${server.url}${LIST}`, { key: server.adminKey, headers: { 'X-Request-Id': id } });
+      expect(res.headers.get('x-request-id'), id).to.match(UUID);
+    }
+    expect((await api(`${server.url}${LIST}`, { key: server.adminKey })).headers.get('x-request-id')).to.match(UUID);
+  });
+
+  it('requestIdOf (unit): empty and undefined get a UUID', () => {
+    expect(requestIdOf(undefined)).to.match(UUID);
+    expect(requestIdOf('')).to.match(UUID);
+    expect(requestIdOf('x:y')).to.equal('x:y');
+  });
+});
+
+describe('operations: 405 carries Allow on every route', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+    expect((await put(server, server.adminKey, 'a.md', { content: 'x' })).status).to.equal(200);
+  });
+  after(() => server?.close());
+
+  const allowOf = (res: { headers: Headers }): string[] =>
+    (res.headers.get('allow') ?? '')
+      .split(/,\s*/)
+      .filter(Boolean)
+      .sort();
+
+  const CASES: { method: string; path: string; allow: string[] }[] = [
+    { method: 'POST', path: LIST, allow: ['GET', 'HEAD'] },
+    { method: 'POST', path: `${ITEMS}/a.md`, allow: ['DELETE', 'GET', 'HEAD', 'PUT'] },
+    { method: 'PATCH', path: `${ITEMS}/a.md`, allow: ['DELETE', 'GET', 'HEAD', 'PUT'] },
+    { method: 'GET', path: `${LIST}/move`, allow: ['POST'] },
+    { method: 'GET', path: `${LIST}/rollback`, allow: ['POST'] },
+    { method: 'POST', path: `${LIST}/history/a.md`, allow: ['GET', 'HEAD'] },
+    { method: 'DELETE', path: `${LIST}/folders/a`, allow: ['GET', 'HEAD', 'PUT'] },
+    { method: 'PUT', path: `${LIST}/keys`, allow: ['GET', 'HEAD', 'POST'] },
+    { method: 'POST', path: `${LIST}/search`, allow: ['GET', 'HEAD'] },
+    { method: 'POST', path: `${LIST}/changes`, allow: ['GET', 'HEAD'] },
+    { method: 'GET', path: `${LIST}/trash/restore`, allow: ['POST'] },
+  ];
+  for (const { method, path, allow } of CASES) {
+    it(`${method} ${path} -> 405, Allow: ${allow.join(', ')}`, async () => {
+      const res = await api(`${server.url}${path}`, { method, key: server.adminKey, ...(method === 'GET' ? {} : { body: {} }) });
+      expectError(res, 405, 'Method not allowed');
+      expect(allowOf(res)).to.deep.equal(allow);
+    });
+  }
+
+  it('outside the API too: MCP (a JSON-RPC error body), the git and dashboard routes', async () => {
+    const mcp = await api(`${server.url}/mcp`, { key: server.adminKey });
+    expect(mcp.status).to.equal(405);
+    expect(allowOf(mcp)).to.deep.equal(['POST']);
+    const git = await fetch(`${server.url}/git/default.git/info/refs?service=git-upload-pack`, { method: 'POST' });
+    expect(git.status).to.equal(405);
+    expect(allowOf(git)).to.deep.equal(['GET', 'HEAD']);
+    await git.text();
+    const page = await fetch(`${server.url}/dashboard/`, { method: 'POST' });
+    expect(page.status).to.equal(405);
+    expect(allowOf(page)).to.deep.equal(['GET', 'HEAD']);
+    await page.text();
+  });
+});
