@@ -22,6 +22,12 @@ export interface Config {
   search: boolean;
   /** Browser origins, besides the server's own, allowed to call POST /mcp (a page of any other origin gets 403). */
   allowedOrigins: string[];
+  /**
+   * How many reverse proxies stand in front of the server (0: none, the default). With n > 0 the client's
+   * address (what failed-authentication limits count) is the n-th X-Forwarded-For entry from the right, the
+   * one the outermost trusted proxy added; entries further left are the client's to invent.
+   */
+  trustProxy: number;
 }
 
 export interface ConfigOverrides {
@@ -37,6 +43,7 @@ export interface ConfigOverrides {
   rateLimitAuthFailuresBurst?: string;
   search?: string;
   allowedOrigins?: string;
+  trustProxy?: string;
 }
 
 export class ConfigError extends Error {}
@@ -57,6 +64,7 @@ export const DEFAULTS = {
   rateLimitAuthFailuresBurst: 40,
   search: true,
   allowedOrigins: [] as string[],
+  trustProxy: 0,
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = {}): Config {
@@ -81,6 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
   const searchSetting = pick(overrides.search, 'KNOWLEDGE_SEARCH') ?? (DEFAULTS.search ? 'on' : 'off');
   if (searchSetting !== 'on' && searchSetting !== 'off') throw new ConfigError(`KNOWLEDGE_SEARCH must be on or off (got "${searchSetting}")`);
   const allowedOrigins = origins(pick(overrides.allowedOrigins, 'KNOWLEDGE_ALLOWED_ORIGINS'));
+  const trustProxy = proxies(pick(overrides.trustProxy, 'KNOWLEDGE_TRUST_PROXY'));
   const logLevel = pick(overrides.logLevel, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!isLogLevel(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of error, warn, info, debug (got "${logLevel}")`);
   return {
@@ -96,7 +105,16 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     rateLimitPerKeyBurst,
     rateLimitAuthFailures,
     rateLimitAuthFailuresBurst,
+    trustProxy,
   };
+}
+
+/** `off` (0), `on` (one proxy), or how many proxies are in front (1–16). */
+function proxies(raw: string | undefined): number {
+  if (raw === undefined || raw === 'off') return DEFAULTS.trustProxy;
+  if (raw === 'on') return 1;
+  if (/^\d+$/.test(raw) && Number(raw) <= 16) return Number(raw);
+  throw new ConfigError(`KNOWLEDGE_TRUST_PROXY must be off, on, or the number of proxies in front of the server, 0 to 16 (got "${raw}")`);
 }
 
 function integer(raw: string | undefined, fallback: number, name: string, min: number, max: number): number {

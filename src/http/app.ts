@@ -32,6 +32,8 @@ export interface HttpSettings {
   rateLimitAuthFailuresBurst: number;
   /** Browser origins, besides the server's own, that may call the MCP endpoint. */
   allowedOrigins: readonly string[];
+  /** Reverse proxies in front (0: none): the client address comes from X-Forwarded-For when set. */
+  trustProxy: number;
 }
 
 export interface AppDeps {
@@ -53,6 +55,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.silent = true; // faults are logged once, by the error envelope, with their request id
   const { config } = deps;
+  // Behind n trusted proxies, ctx.ip is the X-Forwarded-For entry the outermost of them added (Koa takes the
+  // first of the last n); without, X-Forwarded-For is ignored, as a client could write anything there.
+  app.proxy = config.trustProxy > 0;
+  app.maxIpsCount = config.trustProxy;
   const failedAuth = limitFailedAuthentication({ perMinute: config.rateLimitAuthFailures, burst: config.rateLimitAuthFailuresBurst });
   const perKey = limitPerKey({ perMinute: config.rateLimitPerKey, burst: config.rateLimitPerKeyBurst });
   const routeDeps: RouteDeps = { ...deps, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes };
@@ -88,12 +94,12 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // A known route asked with a method it does not answer: 405 with `Allow` (RFC 9110 §15.5.6). The router
   // knows the methods but sets Allow only when it answers itself, so it answers, and the answer becomes our
   // error (the one envelope, the one table) carrying the list it set.
-  const allowed = router.allowedMethods();
   app.use(async (ctx, next) => {
-    await allowed(ctx, next);
+    await next();
     if (ctx.status === 405 || ctx.status === 501) {
       throw new MethodNotAllowed({ allow: ctx.response.get('Allow').split(/,\s*/).filter(Boolean) });
     }
   });
+  app.use(router.allowedMethods());
   return app;
 }
