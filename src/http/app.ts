@@ -16,6 +16,7 @@ import type { RouteDeps } from './routes/common.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { folderRoutes } from './routes/folders.js';
 import { gitRoutes } from './routes/git.js';
+import { healthRoutes } from './routes/health.js';
 import { historyRoutes } from './routes/history.js';
 import { itemRoutes } from './routes/items.js';
 import { keyRoutes } from './routes/keys.js';
@@ -65,9 +66,9 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const auth = requireApiKey(routeDeps);
   // An address that keeps failing is refused before its key is looked at; a good key then spends its own quota.
   const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));
-  // One route file per domain file: items, moves, history, trash, folders, changes, keys, git access, the dashboard.
+  // One route file per domain file: health probes, items, moves, history, trash, folders, changes, keys, git access, the dashboard.
   const router = itemRoutes(routeDeps);
-  for (const routes of [moveRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
+  for (const routes of [healthRoutes, moveRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
     router.use(routes(routeDeps).routes());
   }
   router.use(mcpRoutes({ ...routeDeps, version: packageVersion() }).routes());

@@ -1,5 +1,9 @@
+import { promises as nodeFs } from 'node:fs';
 import { expect } from 'chai';
 import { requestIdOf } from '../../src/http/middleware/requestContext.js';
+import { readinessCheck } from '../../src/http/routes/health.js';
+import type { OrgStore } from '../../src/storage/repo/orgStore.js';
+import { sleep } from '../support/sleep.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 import { expectError, ITEMS, LIST, put, UUID } from './helpers.js';
 
@@ -85,5 +89,72 @@ describe('operations: 405 carries Allow on every route', () => {
     expect(page.status).to.equal(405);
     expect(allowOf(page)).to.deep.equal(['GET', 'HEAD']);
     await page.text();
+  });
+});
+
+describe('operations: /healthz and /readyz', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server?.close());
+
+  it('GET /healthz: 200 {success:true}, no key needed, with the standard headers', async () => {
+    const res = await api(`${server.url}/healthz`, { headers: { 'X-Request-Id': 'probe-1' } });
+    expect(res.status).to.equal(200);
+    expect(res.body).to.deep.equal({ success: true });
+    expect(res.headers.get('x-request-id')).to.equal('probe-1');
+    expect(res.headers.get('cache-control')).to.equal('no-store');
+    const wrong = await api(`${server.url}/healthz`, { method: 'POST', body: {} });
+    expectError(wrong, 405);
+    expect(wrong.headers.get('allow')).to.equal('HEAD, GET');
+  });
+
+  it('GET /readyz: 200 {success:true} once the data dir takes a write and every organization is open; leaves no file behind', async () => {
+    await server.org('second');
+    const res = await api(`${server.url}/readyz`);
+    expect(res.status).to.equal(200);
+    expect(res.body).to.deep.equal({ success: true });
+    expect((await nodeFs.readdir(server.dataDir)).filter((n) => n.startsWith('.readyz'))).to.deep.equal([]);
+  });
+
+  it('an organization that cannot be opened: 503 {success:false, error} naming it, with Retry-After; ready again once it is gone (after the 1 s cache)', async () => {
+    await sleep(1100); // past the verdict cached by the test before
+    const broken = `${server.dataDir}/orgs/broken.git`;
+    await nodeFs.mkdir(broken, { recursive: true });
+    await nodeFs.writeFile(`${broken}/HEAD`, 'ref: refs/heads/main\n');
+    const res = await api(`${server.url}/readyz`);
+    expect(res.status, JSON.stringify(res.body)).to.equal(503);
+    expect(res.body).to.deep.equal({ success: false, error: 'Organizations could not be opened: broken' });
+    expect(res.headers.get('retry-after')).to.equal('1');
+    // The live process is still healthy: a restart would not help, so /healthz says so.
+    expect((await api(`${server.url}/healthz`)).status).to.equal(200);
+    await nodeFs.rm(broken, { recursive: true, force: true });
+    expect((await api(`${server.url}/readyz`)).status, 'cached for a second').to.equal(503);
+    await sleep(1100);
+    expect((await api(`${server.url}/readyz`)).status).to.equal(200);
+  });
+
+  it('readinessCheck (unit): a data dir that refuses writes is not ready; concurrent probes share one check', async () => {
+    let t = 0;
+    let writes = 0;
+    let failWith: string | undefined = 'EROFS';
+    const orgs = {
+      checkWritable: async () => {
+        writes++;
+        if (failWith) throw Object.assign(new Error('read-only'), { code: failWith });
+      },
+      openAll: async () => ({ opened: 1, failed: [] }),
+    } as unknown as OrgStore;
+    const ready = readinessCheck(orgs, () => t);
+    const [a, b] = await Promise.all([ready(), ready()]);
+    expect(a).to.deep.equal({ ready: false, reason: 'The data directory is not writable (EROFS)' });
+    expect(b).to.deep.equal(a);
+    expect(writes).to.equal(1);
+    failWith = undefined;
+    expect(await ready()).to.deep.equal(a);
+    t += 1000;
+    expect(await ready()).to.deep.equal({ ready: true });
+    expect(writes).to.equal(2);
   });
 });

@@ -5,7 +5,7 @@ import { errnoCode } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { hideCredentials } from '../../common/redact.js';
 import { OrgAlreadyExists } from '../errors.js';
-import { fsyncDir, fsyncTree, pathExists } from '../fs/durable.js';
+import { fsyncDir, fsyncTree, pathExists, writeAndSync } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, ObjectCounts, RepackReport, UploadPack } from '../git/gitCli.js';
 import { ObjectStager } from '../git/objectStager.js';
@@ -227,6 +227,28 @@ export class OrgStore {
   /** Serves a clone or fetch of the organization's repository (read-only: upload-pack). */
   uploadPack(orgId: string, args: { advertiseRefs: boolean; protocol?: string; input?: Readable }): UploadPack {
     return this.options.git.uploadPack({ gitdir: this.gitdirOf(orgId), ...args });
+  }
+
+  /**
+   * Readiness (GET /readyz): that the data directory takes a durable write now. A small file is
+   * written, fsynced and removed, so a read-only remount, a full disk or a dead volume shows here
+   * before a writer meets it. Throws what the file system throws.
+   */
+  async checkWritable(): Promise<void> {
+    const { fs, dataDir } = this.options;
+    const probe = `${dataDir}/.readyz-${process.pid}-${randomBytes(4).toString('hex')}`;
+    try {
+      await writeAndSync(fs, probe, 'ready\n');
+    } finally {
+      await fs.unlink(probe).catch(() => undefined);
+    }
+  }
+
+  /** Opens every organization (readiness: the first request to each is then not the one that waits); says which could not be. */
+  async openAll(): Promise<{ opened: number; failed: string[] }> {
+    const ids = await this.list();
+    const results = await Promise.all(ids.map((id) => this.get(id).then((repo) => repo !== null, () => false)));
+    return { opened: results.filter(Boolean).length, failed: ids.filter((_id, i) => !results[i]) };
   }
 
   async closeAll(): Promise<void> {
