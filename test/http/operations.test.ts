@@ -1,5 +1,6 @@
 import { promises as nodeFs } from 'node:fs';
 import { expect } from 'chai';
+import { createLogger } from '../../src/common/log.js';
 import { requestIdOf } from '../../src/http/middleware/requestContext.js';
 import { readinessCheck } from '../../src/http/routes/health.js';
 import type { OrgStore } from '../../src/storage/repo/orgStore.js';
@@ -156,5 +157,49 @@ describe('operations: /healthz and /readyz', () => {
     t += 1000;
     expect(await ready()).to.deep.equal({ ready: true });
     expect(writes).to.equal(2);
+  });
+});
+
+describe('operations: request logs', () => {
+  let server: TestServer;
+  const lines: string[] = [];
+  type Line = Record<string, unknown>;
+  const requestLines = (): Line[] => lines.map((l) => JSON.parse(l) as Line).filter((l) => l.msg === 'request');
+  before(async () => {
+    server = await startTestServer({ logger: createLogger({ level: 'info', write: (line) => lines.push(line) }) });
+  });
+  after(() => server?.close());
+
+  it('one JSON line per request at info: method, route pattern (never the raw path), status, ms, request id, key id; never a key', async () => {
+    lines.length = 0;
+    const writer = await server.key('writer');
+    expect((await put(server, writer, 'secret-project/plan.md', { content: 'x' }, { 'X-Request-Id': 'log-1' })).status).to.equal(200);
+    expect((await api(`${server.url}${ITEMS}/secret-project/plan.md`, { key: `ks_${'Z'.repeat(43)}` })).status).to.equal(401);
+    expect((await api(`${server.url}/nowhere/at/all`)).status).to.equal(404);
+    await sleep(20);
+    const logged = requestLines();
+    expect(logged).to.have.length(3);
+    const [put1, refused, missing] = logged as [Line, Line, Line];
+    expect(put1).to.include({ level: 'info', method: 'PUT', route: '/api/v1/knowledge/items{/*path}', status: 200, requestId: 'log-1' });
+    expect(put1.keyId).to.match(/^key_[0-9a-f]{16}$/);
+    expect(put1.ms).to.be.a('number').above(0);
+    expect(put1.time).to.be.a('string');
+    expect(refused).to.include({ method: 'GET', status: 401, keyId: null });
+    expect(missing).to.include({ method: 'GET', route: '(none)', status: 404 });
+    const all = lines.join('');
+    expect(all).not.to.include('secret-project');
+    expect(all).not.to.include(writer);
+    expect(all).not.to.include('ZZZZZZZZ');
+  });
+
+  it('the logger hides credentials: fields named like one, and key-shaped text anywhere in a string', () => {
+    const out: string[] = [];
+    const logger = createLogger({ level: 'debug', write: (line) => out.push(line) });
+    logger.error('failed', { error: `git clone http://x:ks_${'A'.repeat(43)}@host/git/a.git failed`, headers: { authorization: 'Bearer abc' }, secret: 's3' });
+    logger.debug('shown at debug');
+    const [first, second] = out.map((l) => JSON.parse(l) as Line);
+    expect(first).to.deep.include({ level: 'error', msg: 'failed', error: 'git clone http://x:ks_***@host/git/a.git failed', headers: { authorization: '[redacted]' }, secret: '[redacted]' });
+    expect(second).to.include({ level: 'debug', msg: 'shown at debug' });
+    expect(createLogger({ level: 'warn', write: (line) => out.push(line) }).info('hidden') === undefined && out.length).to.equal(2);
   });
 });
