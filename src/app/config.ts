@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { isLogLevel, type LogLevel } from '../common/log.js';
+import type { MetricsAccess } from '../common/metrics.js';
 
 /** Each setting comes from the environment, and each is also a `serve` flag (flags win). */
 export interface Config {
@@ -28,6 +29,8 @@ export interface Config {
    * one the outermost trusted proxy added; entries further left are the client's to invent.
    */
   trustProxy: number;
+  /** Who may read GET /metrics (see MetricsAccess). */
+  metrics: MetricsAccess;
 }
 
 export interface ConfigOverrides {
@@ -44,6 +47,7 @@ export interface ConfigOverrides {
   search?: string;
   allowedOrigins?: string;
   trustProxy?: string;
+  metrics?: string;
 }
 
 export class ConfigError extends Error {}
@@ -65,6 +69,7 @@ export const DEFAULTS = {
   search: true,
   allowedOrigins: [] as string[],
   trustProxy: 0,
+  metrics: 'local',
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = {}): Config {
@@ -90,6 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
   if (searchSetting !== 'on' && searchSetting !== 'off') throw new ConfigError(`KNOWLEDGE_SEARCH must be on or off (got "${searchSetting}")`);
   const allowedOrigins = origins(pick(overrides.allowedOrigins, 'KNOWLEDGE_ALLOWED_ORIGINS'));
   const trustProxy = proxies(pick(overrides.trustProxy, 'KNOWLEDGE_TRUST_PROXY'));
+  const metrics = metricsAccess(pick(overrides.metrics, 'KNOWLEDGE_METRICS') ?? DEFAULTS.metrics);
   const logLevel = pick(overrides.logLevel, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!isLogLevel(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of error, warn, info, debug (got "${logLevel}")`);
   return {
@@ -106,7 +112,21 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     rateLimitAuthFailures,
     rateLimitAuthFailuresBurst,
     trustProxy,
+    metrics,
   };
+}
+
+/** The shortest metrics token taken: one a scraper keeps in a file, not one a person remembers. */
+const MIN_TOKEN = 16;
+
+function metricsAccess(raw: string): MetricsAccess {
+  if (raw === 'off' || raw === 'local' || raw === 'on') return { mode: raw };
+  if (raw.startsWith('token:')) {
+    const token = raw.slice('token:'.length);
+    if (token.length >= MIN_TOKEN && /^[\x21-\x7e]+$/.test(token)) return { mode: 'token', token };
+    throw new ConfigError(`KNOWLEDGE_METRICS token: must be at least ${MIN_TOKEN} printable characters without spaces`);
+  }
+  throw new ConfigError(`KNOWLEDGE_METRICS must be off, local, on or token:<secret> (got "${raw}")`);
 }
 
 /** `off` (0), `on` (one proxy), or how many proxies are in front (1–16). */

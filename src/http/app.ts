@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
+import { silentMetrics, type Metrics, type MetricsAccess } from '../common/metrics.js';
 import { packageVersion } from '../common/packageInfo.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
@@ -17,6 +18,7 @@ import { dashboardRoutes } from './routes/dashboard.js';
 import { folderRoutes } from './routes/folders.js';
 import { gitRoutes } from './routes/git.js';
 import { healthRoutes } from './routes/health.js';
+import { metricsRoutes, type MetricsExposition } from './routes/metrics.js';
 import { historyRoutes } from './routes/history.js';
 import { itemRoutes } from './routes/items.js';
 import { keyRoutes } from './routes/keys.js';
@@ -35,6 +37,8 @@ export interface HttpSettings {
   allowedOrigins: readonly string[];
   /** Reverse proxies in front (0: none): the client address comes from X-Forwarded-For when set. */
   trustProxy: number;
+  /** Who may read GET /metrics. */
+  metrics: MetricsAccess;
 }
 
 export interface AppDeps {
@@ -42,6 +46,10 @@ export interface AppDeps {
   orgs: OrgStore;
   keys: KeyStore;
   logger: Logger;
+  /** Told every answered request, and what the search route does (silent unless given). */
+  metrics?: Metrics;
+  /** Renders GET /metrics (no route without it). */
+  metricsExposition?: MetricsExposition;
   /** Where "now" comes from (the system clock unless given). */
   clock?: Clock;
   /** Where the built dashboard lives (dist/dashboard of this package unless given). */
@@ -62,7 +70,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.maxIpsCount = config.trustProxy;
   const failedAuth = limitFailedAuthentication({ perMinute: config.rateLimitAuthFailures, burst: config.rateLimitAuthFailuresBurst });
   const perKey = limitPerKey({ perMinute: config.rateLimitPerKey, burst: config.rateLimitPerKeyBurst });
-  const routeDeps: RouteDeps = { ...deps, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes };
+  const metrics = deps.metrics ?? silentMetrics;
+  const routeDeps: RouteDeps = { ...deps, metrics, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes };
   const auth = requireApiKey(routeDeps);
   // An address that keeps failing is refused before its key is looked at; a good key then spends its own quota.
   const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));
@@ -71,10 +80,11 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   for (const routes of [healthRoutes, moveRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
     router.use(routes(routeDeps).routes());
   }
+  router.use(metricsRoutes({ access: config.metrics, exposition: deps.metricsExposition }).routes());
   router.use(mcpRoutes({ ...routeDeps, version: packageVersion() }).routes());
   const mcp = checkOrigin(config.allowedOrigins);
 
-  app.use(requestContext(deps.logger));
+  app.use(requestContext(deps.logger, (r) => metrics.request(r)));
   app.use(errorEnvelope(deps.logger));
   app.use(async (ctx, next) => {
     if (ctx.path === '/api' || ctx.path.startsWith('/api/')) return api(ctx, next);

@@ -1,5 +1,6 @@
 import { promises as nodeFs } from 'node:fs';
 import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../src/app/config.js';
 import { createLogger } from '../../src/common/log.js';
 import { requestIdOf } from '../../src/http/middleware/requestContext.js';
 import { readinessCheck } from '../../src/http/routes/health.js';
@@ -201,5 +202,123 @@ describe('operations: request logs', () => {
     expect(first).to.deep.include({ level: 'error', msg: 'failed', error: 'git clone http://x:ks_***@host/git/a.git failed', headers: { authorization: '[redacted]' }, secret: '[redacted]' });
     expect(second).to.include({ level: 'debug', msg: 'shown at debug' });
     expect(createLogger({ level: 'warn', write: (line) => out.push(line) }).info('hidden') === undefined && out.length).to.equal(2);
+  });
+});
+
+describe('operations: GET /metrics', () => {
+  const TOKEN = 'scrape-token-0123456789';
+  const scrape = async (server: TestServer, headers: Record<string, string> = {}): Promise<{ status: number; type: string | null; text: string; headers: Headers }> => {
+    const res = await fetch(`${server.url}/metrics`, { headers });
+    return { status: res.status, type: res.headers.get('content-type'), text: await res.text(), headers: res.headers };
+  };
+  /** The value of one sample line, e.g. `knowledge_commits_total` or `knowledge_http_requests_total{...}`. */
+  const sample = (text: string, name: string, labels: Record<string, string> = {}): number | undefined => {
+    for (const line of text.split('\n')) {
+      const m = /^([a-z_]+)(?:\{(.*)\})? (\S+)$/.exec(line);
+      if (!m || m[1] !== name) continue;
+      const have = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+      if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(m[3]);
+    }
+    return undefined;
+  };
+
+  describe('local (the default)', () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startTestServer({ config: { autoRepackObjects: 8 } });
+    });
+    after(() => server?.close());
+
+    it('requests by route pattern and status, latency, commits, group-commit size, fsync time, queue depth, open organizations, search time', async () => {
+      const writer = await server.key('writer');
+      await Promise.all([1, 2, 3, 4, 5].map((i) => put(server, writer, `secret-project/n${i}.md`, { content: `note ${i}` })));
+      expect((await api(`${server.url}${ITEMS}/secret-project/n1.md`, { key: writer })).status).to.equal(200);
+      expect((await api(`${server.url}${ITEMS}/secret-project/none.md`, { key: writer })).status).to.equal(404);
+      expect((await api(`${server.url}${LIST}/search?q=note`, { key: writer })).status).to.equal(200);
+      const res = await scrape(server);
+      expect(res.status).to.equal(200);
+      expect(res.type).to.match(/^text\/plain; version=0\.0\.4/);
+      const { text } = res;
+      const item = '/api/v1/knowledge/items{/*path}';
+      expect(sample(text, 'knowledge_http_requests_total', { method: 'PUT', route: item, status: '200' })).to.equal(5);
+      expect(sample(text, 'knowledge_http_requests_total', { method: 'GET', route: item, status: '200' })).to.equal(1);
+      expect(sample(text, 'knowledge_http_requests_total', { method: 'GET', route: item, status: '404' })).to.equal(1);
+      expect(sample(text, 'knowledge_http_request_duration_seconds_count', { method: 'PUT', route: item })).to.equal(5);
+      expect(sample(text, 'knowledge_commits_total')).to.be.at.least(5);
+      const groups = sample(text, 'knowledge_group_commit_size_count') ?? 0;
+      expect(groups).to.be.within(1, sample(text, 'knowledge_commits_total') ?? 0);
+      expect(sample(text, 'knowledge_group_commit_fsync_seconds_count')).to.equal(groups);
+      expect(sample(text, 'knowledge_group_commit_fsync_seconds_sum')).to.be.above(0);
+      expect(sample(text, 'knowledge_write_queue_depth')).to.equal(0);
+      expect(sample(text, 'knowledge_open_organizations')).to.equal(1);
+      expect(sample(text, 'knowledge_search_duration_seconds_count')).to.equal(1);
+      expect(sample(text, 'process_cpu_seconds_total')).to.be.a('number');
+      // Labels are patterns: no item path, query or key reaches a scrape.
+      expect(text).not.to.include('secret-project');
+      expect(text).not.to.include(writer);
+    });
+
+    it('repack time, once an automatic repack has run', async function () {
+      this.timeout(20_000);
+      const writer = await server.key('writer');
+      for (let i = 0; i < 6; i++) await put(server, writer, `bulk/b${i}.md`, { content: `bulk ${i}` });
+      let repacks: number | undefined;
+      for (let i = 0; i < 100 && !repacks; i++) {
+        repacks = sample((await scrape(server)).text, 'knowledge_repack_duration_seconds_count', { result: 'ok' });
+        if (!repacks) await sleep(100);
+      }
+      expect(repacks).to.be.at.least(1);
+    });
+
+    it('refused (403) to a request a proxy forwards, even from loopback: a local reverse proxy makes everyone local', async () => {
+      const forwarded: Record<string, string>[] = [{ 'X-Forwarded-For': '203.0.113.9' }, { Forwarded: 'for=203.0.113.9' }, { 'X-Real-IP': '203.0.113.9' }];
+      for (const headers of forwarded) {
+        const res = await scrape(server, headers);
+        expect(res.status).to.equal(403);
+        expect(JSON.parse(res.text)).to.deep.equal({ success: false, error: 'Forbidden — metrics are served to this machine only (KNOWLEDGE_METRICS)' });
+      }
+    });
+  });
+
+  it('token:<secret>: Bearer <secret> from anywhere; otherwise 401 with WWW-Authenticate', async () => {
+    const server = await startTestServer({ config: { metrics: { mode: 'token', token: TOKEN } } });
+    try {
+      const none = await scrape(server);
+      expect(none.status).to.equal(401);
+      expect(none.headers.get('www-authenticate')).to.equal('Bearer realm="metrics"');
+      expect(JSON.parse(none.text)).to.deep.equal({ success: false, error: 'Invalid metrics token' });
+      expect((await scrape(server, { Authorization: `Bearer ${TOKEN}x` })).status).to.equal(401);
+      expect((await scrape(server, { Authorization: `Bearer ${server.adminKey}` })).status).to.equal(401);
+      const ok = await scrape(server, { Authorization: `Bearer ${TOKEN}`, 'X-Forwarded-For': '203.0.113.9' });
+      expect(ok.status).to.equal(200);
+      expect(ok.text).to.include('knowledge_http_requests_total');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('off: no route (404), and on: served to anyone', async () => {
+    const off = await startTestServer({ config: { metrics: { mode: 'off' } } });
+    const on = await startTestServer({ config: { metrics: { mode: 'on' } } });
+    try {
+      const res = await scrape(off);
+      expect(res.status).to.equal(404);
+      expect(JSON.parse(res.text)).to.deep.equal({ success: false, error: 'Not found' });
+      expect((await scrape(on, { 'X-Forwarded-For': '203.0.113.9' })).status).to.equal(200);
+    } finally {
+      await Promise.all([off.close(), on.close()]);
+    }
+  });
+
+  it('KNOWLEDGE_METRICS (unit): local by default; off, on, token:<16+ characters>; a bad value is refused without echoing a token', () => {
+    expect(loadConfig({}).metrics).to.deep.equal({ mode: 'local' });
+    expect(loadConfig({ KNOWLEDGE_METRICS: 'off' }).metrics).to.deep.equal({ mode: 'off' });
+    expect(loadConfig({ KNOWLEDGE_METRICS: 'on' }).metrics).to.deep.equal({ mode: 'on' });
+    expect(loadConfig({ KNOWLEDGE_METRICS: `token:${TOKEN}` }).metrics).to.deep.equal({ mode: 'token', token: TOKEN });
+    expect(loadConfig({ KNOWLEDGE_METRICS: 'on' }, { metrics: 'off' }).metrics).to.deep.equal({ mode: 'off' });
+    expect(() => loadConfig({ KNOWLEDGE_METRICS: 'yes' })).to.throw(ConfigError, /KNOWLEDGE_METRICS must be/);
+    for (const short of ['token:', 'token:short-secret', `token:${TOKEN} x`]) {
+      expect(() => loadConfig({ KNOWLEDGE_METRICS: short })).to.throw(ConfigError, /at least 16/).that.satisfies((e: Error) => !e.message.includes('short-secret'));
+    }
   });
 });
