@@ -6,6 +6,7 @@ import { packageVersion } from '../common/packageInfo.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
 import { requireApiKey } from './middleware/auth.js';
+import { compression } from './middleware/compression.js';
 import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';
 import { limitFailedAuthentication, limitPerKey } from './middleware/rateLimit.js';
@@ -85,6 +86,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const mcp = checkOrigin(config.allowedOrigins);
 
   app.use(requestContext(deps.logger, (r) => metrics.request(r)));
+  app.use(compression()); // outside the error envelope: failures are answered compressed too when large
   app.use(errorEnvelope(deps.logger));
   app.use(async (ctx, next) => {
     if (ctx.path === '/api' || ctx.path.startsWith('/api/')) return api(ctx, next);

@@ -1,11 +1,16 @@
 import { promises as nodeFs } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../src/app/config.js';
 import { createLogger } from '../../src/common/log.js';
 import { requestIdOf } from '../../src/http/middleware/requestContext.js';
 import { readinessCheck } from '../../src/http/routes/health.js';
 import type { OrgStore } from '../../src/storage/repo/orgStore.js';
+import { basicAuth, cloneUrl, gitOk } from '../git/support.js';
 import { sleep } from '../support/sleep.js';
+import { tmpDir } from '../support/tmp.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 import { expectError, ITEMS, LIST, put, UUID } from './helpers.js';
 
@@ -319,6 +324,65 @@ describe('operations: GET /metrics', () => {
     expect(() => loadConfig({ KNOWLEDGE_METRICS: 'yes' })).to.throw(ConfigError, /KNOWLEDGE_METRICS must be/);
     for (const short of ['token:', 'token:short-secret', `token:${TOKEN} x`]) {
       expect(() => loadConfig({ KNOWLEDGE_METRICS: short })).to.throw(ConfigError, /at least 16/).that.satisfies((e: Error) => !e.message.includes('short-secret'));
+    }
+  });
+});
+
+describe('operations: compression', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+    for (let i = 0; i < 20; i++) expect((await put(server, server.adminKey, `big/n${i}.md`, { content: `# Note ${i}\n\n${'lorem ipsum '.repeat(40)}` })).status).to.equal(200);
+  });
+  after(() => server?.close());
+
+  /** A GET that leaves the body as sent (fetch would decompress it). */
+  const rawGet = (url: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> =>
+    new Promise((resolve, reject) => {
+      http
+        .get(url, { headers }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        })
+        .on('error', reject);
+    });
+
+  it('a JSON answer over 1 KiB is gzip- or brotli-compressed when the client accepts it, with Vary: Accept-Encoding', async () => {
+    const auth = { Authorization: `Bearer ${server.adminKey}` };
+    const plain = await rawGet(`${server.url}${LIST}`, auth);
+    expect(plain.headers['content-encoding']).to.equal(undefined);
+    const gz = await rawGet(`${server.url}${LIST}`, { ...auth, 'Accept-Encoding': 'gzip' });
+    expect(gz.headers['content-encoding']).to.equal('gzip');
+    expect(gz.headers.vary).to.match(/accept-encoding/i);
+    expect(gz.headers['x-request-id']).to.be.a('string');
+    expect(gunzipSync(gz.body).equals(plain.body)).to.equal(true);
+    expect(gz.body.length).to.be.below(plain.body.length / 4);
+    const br = await rawGet(`${server.url}${LIST}`, { ...auth, 'Accept-Encoding': 'gzip, deflate, br' });
+    expect(br.headers['content-encoding']).to.equal('br');
+    expect(JSON.parse(brotliDecompressSync(br.body).toString('utf8'))).to.deep.equal(JSON.parse(plain.body.toString('utf8')));
+  });
+
+  it('a small answer (under 1 KiB) goes as it is', async () => {
+    for (const path of ['/healthz', `${ITEMS}/big/none.md`]) {
+      const res = await rawGet(`${server.url}${path}`, { Authorization: `Bearer ${server.adminKey}`, 'Accept-Encoding': 'gzip, br' });
+      expect(res.headers['content-encoding'], path).to.equal(undefined);
+      expect(JSON.parse(res.body.toString('utf8'))).to.have.property('success');
+    }
+  });
+
+  it('git responses are never compressed, and a real git clone works with its Accept-Encoding', async function () {
+    this.timeout(30_000);
+    const refs = await rawGet(`${server.url}/git/default.git/info/refs?service=git-upload-pack`, { Authorization: basicAuth(server.adminKey), 'Accept-Encoding': 'gzip, br' });
+    expect(refs.status).to.equal(200);
+    expect(refs.headers['content-encoding']).to.equal(undefined);
+    const work = await tmpDir('ks-compress-clone');
+    try {
+      const dir = join(work.dir, 'clone');
+      await gitOk(['clone', '--quiet', cloneUrl(server.url, server.adminKey), dir]);
+      expect(await nodeFs.readFile(join(dir, 'big/n19.md'), 'utf8')).to.match(/^# Note 19/);
+    } finally {
+      await work.cleanup();
     }
   });
 });
