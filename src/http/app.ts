@@ -74,7 +74,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const metrics = deps.metrics ?? silentMetrics;
   const routeDeps: RouteDeps = { ...deps, metrics, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes };
   const auth = requireApiKey(routeDeps);
-  // An address that keeps failing is refused before its key is looked at; a good key then spends its own quota.
+  // Failures are counted per address (past its allowance an address's failures are 429, its valid keys still
+  // served: issue 16); a good key then spends its own quota.
   const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));
   // One route file per domain file: health probes, items, moves, history, trash, folders, changes, keys, git access, the dashboard.
   const router = itemRoutes(routeDeps);
