@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { isLogLevel, type LogLevel } from '../common/log.js';
+import type { MetricsAccess } from '../common/metrics.js';
 
 /** Each setting comes from the environment, and each is also a `serve` flag (flags win). */
 export interface Config {
@@ -22,6 +23,14 @@ export interface Config {
   search: boolean;
   /** Browser origins, besides the server's own, allowed to call POST /mcp (a page of any other origin gets 403). */
   allowedOrigins: string[];
+  /**
+   * How many reverse proxies stand in front of the server (0: none, the default). With n > 0 the client's
+   * address (what failed-authentication limits count) is the n-th X-Forwarded-For entry from the right, the
+   * one the outermost trusted proxy added; entries further left are the client's to invent.
+   */
+  trustProxy: number;
+  /** Who may read GET /metrics (see MetricsAccess). */
+  metrics: MetricsAccess;
 }
 
 export interface ConfigOverrides {
@@ -37,6 +46,8 @@ export interface ConfigOverrides {
   rateLimitAuthFailuresBurst?: string;
   search?: string;
   allowedOrigins?: string;
+  trustProxy?: string;
+  metrics?: string;
 }
 
 export class ConfigError extends Error {}
@@ -57,6 +68,8 @@ export const DEFAULTS = {
   rateLimitAuthFailuresBurst: 40,
   search: true,
   allowedOrigins: [] as string[],
+  trustProxy: 0,
+  metrics: 'local',
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = {}): Config {
@@ -81,6 +94,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
   const searchSetting = pick(overrides.search, 'KNOWLEDGE_SEARCH') ?? (DEFAULTS.search ? 'on' : 'off');
   if (searchSetting !== 'on' && searchSetting !== 'off') throw new ConfigError(`KNOWLEDGE_SEARCH must be on or off (got "${searchSetting}")`);
   const allowedOrigins = origins(pick(overrides.allowedOrigins, 'KNOWLEDGE_ALLOWED_ORIGINS'));
+  const trustProxy = proxies(pick(overrides.trustProxy, 'KNOWLEDGE_TRUST_PROXY'));
+  const metrics = metricsAccess(pick(overrides.metrics, 'KNOWLEDGE_METRICS') ?? DEFAULTS.metrics);
   const logLevel = pick(overrides.logLevel, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!isLogLevel(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of error, warn, info, debug (got "${logLevel}")`);
   return {
@@ -96,7 +111,30 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     rateLimitPerKeyBurst,
     rateLimitAuthFailures,
     rateLimitAuthFailuresBurst,
+    trustProxy,
+    metrics,
   };
+}
+
+/** The shortest metrics token taken: one a scraper keeps in a file, not one a person remembers. */
+const MIN_TOKEN = 16;
+
+function metricsAccess(raw: string): MetricsAccess {
+  if (raw === 'off' || raw === 'local' || raw === 'on') return { mode: raw };
+  if (raw.startsWith('token:')) {
+    const token = raw.slice('token:'.length);
+    if (token.length >= MIN_TOKEN && /^[\x21-\x7e]+$/.test(token)) return { mode: 'token', token };
+    throw new ConfigError(`KNOWLEDGE_METRICS token: must be at least ${MIN_TOKEN} printable characters without spaces`);
+  }
+  throw new ConfigError(`KNOWLEDGE_METRICS must be off, local, on or token:<secret> (got "${raw}")`);
+}
+
+/** `off` (0), `on` (one proxy), or how many proxies are in front (1–16). */
+function proxies(raw: string | undefined): number {
+  if (raw === undefined || raw === 'off') return DEFAULTS.trustProxy;
+  if (raw === 'on') return 1;
+  if (/^\d+$/.test(raw) && Number(raw) <= 16) return Number(raw);
+  throw new ConfigError(`KNOWLEDGE_TRUST_PROXY must be off, on, or the number of proxies in front of the server, 0 to 16 (got "${raw}")`);
 }
 
 function integer(raw: string | undefined, fallback: number, name: string, min: number, max: number): number {

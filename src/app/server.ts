@@ -1,6 +1,7 @@
 import type { Logger } from '../common/log.js';
 import { systemClock, type Clock } from '../common/clock.js';
 import { createApp } from '../http/app.js';
+import { PromMetrics } from './promMetrics.js';
 import { listen } from '../http/listen.js';
 import type { FsPromises } from '../storage/fs/fs.js';
 import type { Config } from './config.js';
@@ -30,10 +31,13 @@ export async function startServer(args: {
   clock?: Clock;
 }): Promise<RunningServer> {
   const { config, logger, announce = (line) => process.stdout.write(`${line}\n`), clock = systemClock } = args;
-  const store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce });
+  // Figures are kept only when someone may read them; the gauges read the store once it is open.
+  const metrics = config.metrics.mode === 'off' ? undefined : new PromMetrics();
+  const store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce, metrics });
+  metrics?.readFrom(store.orgs);
   let http;
   try {
-    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock });
+    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()) });
     http = await listen({ handler: app.callback(), host: config.host, port: config.port });
   } catch (err) {
     await store.close();

@@ -1,6 +1,7 @@
 import { promises as nodeFs } from 'node:fs';
 import type { Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
+import type { Metrics } from '../common/metrics.js';
 import { createOrganization } from '../domain/orgs.js';
 import { readNeed } from '../domain/search.js';
 import { lockDataDir, serverPid } from '../storage/fs/dataDirLock.js';
@@ -43,14 +44,14 @@ export interface StoreOptions {
  * admin key goes to `announce` (stdout), once.
  */
 export async function openServingStore(
-  args: StoreOptions & { autoRepackObjects: number; search?: boolean; announce: (line: string) => void },
+  args: StoreOptions & { autoRepackObjects: number; search?: boolean; announce: (line: string) => void; metrics?: Metrics },
 ): Promise<Store> {
   const { dataDir, logger } = args;
   const fs = args.fs ?? (nodeFs as unknown as FsPromises);
   const dirLock = await lockDataDir(fs, dataDir);
   try {
     const git = new GitCli(args.env ?? process.env);
-    const orgs = new OrgStore({ fs, dataDir, logger, git, owner: true, autoRepackObjects: args.autoRepackObjects, search: args.search === false ? undefined : { readNeed } });
+    const orgs = new OrgStore({ fs, dataDir, logger, git, owner: true, autoRepackObjects: args.autoRepackObjects, metrics: args.metrics, search: args.search === false ? undefined : { readNeed } });
     const keys = new KeyStore({ fs, dataDir, logger, watch: watchDirectory });
     await keys.startWatching();
     if ((await orgs.list()).length === 0) {

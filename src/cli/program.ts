@@ -96,6 +96,8 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .option('--search <on|off>', 'keep a full-text index and answer GET /search (default: $KNOWLEDGE_SEARCH or on)')
     .option('--allowed-origins <list>', 'browser origins besides the server\'s own allowed to call POST /mcp, comma-separated (default: $KNOWLEDGE_ALLOWED_ORIGINS or none)')
     .option('--rate-limit-auth-failures-burst <n>', 'failures an address may have in a row (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES_BURST, else 40, or the per-minute rate when that is changed)')
+    .option('--metrics <off|local|on|token:secret>', 'who may read GET /metrics: nobody, this machine, anyone, or Bearer <secret> (default: $KNOWLEDGE_METRICS or local; a token is better kept in the environment than on the command line)')
+    .option('--trust-proxy <off|on|n>', 'take the client address from X-Forwarded-For, set by this many reverse proxies (on = 1) (default: $KNOWLEDGE_TRUST_PROXY or off)')
     .action(async (opts: ConfigOverrides) => {
       const config = loadConfig(process.env, opts);
       const logger = createLogger({ level: config.logLevel });

@@ -9,3 +9,11 @@ export function hideCredentials(text: string, url: string): string {
   const masked = text.replace(/:\/\/[^/@\s]*@/g, '://***@');
   return secret ? masked.split(secret).join('***') : masked;
 }
+
+/** An API key as the store issues them: `ks_` and 43 characters of base64url (256 bits); shorter runs are matched too. */
+const KEY_SHAPED = /\bks_[A-Za-z0-9_-]{16,}/g;
+
+/** `text` with anything shaped like an API key replaced by `ks_***` (log lines never carry a key). */
+export function redactSecrets(text: string): string {
+  return text.replace(KEY_SHAPED, 'ks_***');
+}

@@ -1,10 +1,12 @@
 import Koa from 'koa';
 import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
+import { silentMetrics, type Metrics, type MetricsAccess } from '../common/metrics.js';
 import { packageVersion } from '../common/packageInfo.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
 import { requireApiKey } from './middleware/auth.js';
+import { compression } from './middleware/compression.js';
 import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';
 import { limitFailedAuthentication, limitPerKey } from './middleware/rateLimit.js';
@@ -16,6 +18,8 @@ import type { RouteDeps } from './routes/common.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { folderRoutes } from './routes/folders.js';
 import { gitRoutes } from './routes/git.js';
+import { healthRoutes } from './routes/health.js';
+import { metricsRoutes, type MetricsExposition } from './routes/metrics.js';
 import { historyRoutes } from './routes/history.js';
 import { itemRoutes } from './routes/items.js';
 import { keyRoutes } from './routes/keys.js';
@@ -33,6 +37,10 @@ export interface HttpSettings {
   rateLimitAuthFailuresBurst: number;
   /** Browser origins, besides the server's own, that may call the MCP endpoint. */
   allowedOrigins: readonly string[];
+  /** Reverse proxies in front (0: none): the client address comes from X-Forwarded-For when set. */
+  trustProxy: number;
+  /** Who may read GET /metrics. */
+  metrics: MetricsAccess;
 }
 
 export interface AppDeps {
@@ -40,6 +48,10 @@ export interface AppDeps {
   orgs: OrgStore;
   keys: KeyStore;
   logger: Logger;
+  /** Told every answered request, and what the search route does (silent unless given). */
+  metrics?: Metrics;
+  /** Renders GET /metrics (no route without it). */
+  metricsExposition?: MetricsExposition;
   /** Where "now" comes from (the system clock unless given). */
   clock?: Clock;
   /** Where the built dashboard lives (dist/dashboard of this package unless given). */
@@ -54,21 +66,29 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.silent = true; // faults are logged once, by the error envelope, with their request id
   const { config } = deps;
+  // Behind n trusted proxies, ctx.ip is the X-Forwarded-For entry the outermost of them added (Koa takes the
+  // first of the last n); without, X-Forwarded-For is ignored, as a client could write anything there.
+  app.proxy = config.trustProxy > 0;
+  app.maxIpsCount = config.trustProxy;
   const failedAuth = limitFailedAuthentication({ perMinute: config.rateLimitAuthFailures, burst: config.rateLimitAuthFailuresBurst });
   const perKey = limitPerKey({ perMinute: config.rateLimitPerKey, burst: config.rateLimitPerKeyBurst });
-  const routeDeps: RouteDeps = { ...deps, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes };
+  const metrics = deps.metrics ?? silentMetrics;
+  const routeDeps: RouteDeps = { ...deps, metrics, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes };
   const auth = requireApiKey(routeDeps);
-  // An address that keeps failing is refused before its key is looked at; a good key then spends its own quota.
+  // Failures are counted per address (past its allowance an address's failures are 429, its valid keys still
+  // served); a good key then spends its own quota.
   const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));
-  // One route file per domain file: items, moves, history, trash, folders, changes, keys, git access, the dashboard.
+  // One route file per domain file: health probes, items, moves, commits, history, trash, folders, changes, keys, git access, the dashboard.
   const router = itemRoutes(routeDeps);
-  for (const routes of [moveRoutes, commitRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
+  for (const routes of [healthRoutes, moveRoutes, commitRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
     router.use(routes(routeDeps).routes());
   }
+  router.use(metricsRoutes({ access: config.metrics, exposition: deps.metricsExposition }).routes());
   router.use(mcpRoutes({ ...routeDeps, version: packageVersion() }).routes());
   const mcp = checkOrigin(config.allowedOrigins);
 
-  app.use(requestContext(deps.logger));
+  app.use(requestContext(deps.logger, (r) => metrics.request(r)));
+  app.use(compression()); // outside the error envelope: failures are answered compressed too when large
   app.use(errorEnvelope(deps.logger));
   app.use(async (ctx, next) => {
     if (ctx.path === '/api' || ctx.path.startsWith('/api/')) return api(ctx, next);
@@ -86,12 +106,15 @@ export function createApp(deps: AppDeps): Koa<AppState> {
       ctx.body = { success: true, data: { allow: ctx.response.get('Allow').split(/,\s*/).filter(Boolean) } };
     }
   });
-  app.use(
-    router.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new MethodNotAllowed(),
-      notImplemented: () => new MethodNotAllowed(),
-    }),
-  );
+  // A known route asked with a method it does not answer: 405 with `Allow` (RFC 9110 §15.5.6). The router
+  // knows the methods but sets Allow only when it answers itself, so it answers, and the answer becomes our
+  // error (the one envelope, the one table) carrying the list it set.
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.status === 405 || ctx.status === 501) {
+      throw new MethodNotAllowed({ allow: ctx.response.get('Allow').split(/,\s*/).filter(Boolean) });
+    }
+  });
+  app.use(router.allowedMethods());
   return app;
 }

@@ -216,7 +216,7 @@ describe('rate limits: failed authentication per client address (HTTP)', () => {
     expect((await api(`${server.url}${LIST}`, { key: server.adminKey })).status).to.equal(200);
   });
 
-  it(`${BURST} failures are 401 (a wrong git password counts too); then the address gets 429 even with a good key`, async () => {
+  it(`${BURST} failures are 401 (a wrong git password counts too); then the address's failures get 429, its valid keys 200`, async () => {
     const wrongBasic = `Basic ${Buffer.from(`x:${wrongKey}`).toString('base64')}`;
     const gitRes = await fetch(`${server.url}/git/default.git/info/refs?service=git-upload-pack`, { headers: { Authorization: wrongBasic } });
     expect(gitRes.status).to.equal(401);
@@ -227,18 +227,70 @@ describe('rate limits: failed authentication per client address (HTTP)', () => {
       expect(res.body?.error).to.equal(MSG.invalidKey);
     }
     expectTooMany(await api(`${server.url}${LIST}`, { key: wrongKey }), BURST);
-    // Refused before the key is looked at: a good key from this address waits as well.
-    expectTooMany(await api(`${server.url}${LIST}`, { key: server.adminKey }), BURST);
+    // Issue 16: a valid key is never refused by the address limit (a NAT or an office shares one address).
+    const writer = await server.key('writer');
+    for (const key of [server.adminKey, writer, server.adminKey]) {
+      const ok = await api(`${server.url}${LIST}`, { key });
+      expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
+    }
+    expect((await put(server, writer, 'ratelimit/ok.md', { content: 'x' })).status).to.equal(200);
+    const gitOk = await fetch(`${server.url}/git/default.git/info/refs?service=git-upload-pack`, {
+      headers: { Authorization: `Basic ${Buffer.from(`x:${server.adminKey}`).toString('base64')}` },
+    });
+    expect(gitOk.status).to.equal(200);
+    await gitOk.text();
+    // ... while its failures stay refused.
+    expectTooMany(await api(`${server.url}${LIST}`, { key: wrongKey }), BURST);
+    expectTooMany(await api(`${server.url}${LIST}`, { headers: { 'X-API-Key': 'nonsense' } }), BURST);
     const gitAgain = await fetch(`${server.url}/git/default.git/info/refs?service=git-upload-pack`, { headers: { Authorization: wrongBasic } });
     expect(gitAgain.status).to.equal(429);
     expect(gitAgain.headers.get('Retry-After')).to.match(/^\d+$/);
     await gitAgain.text();
   });
 
+  it('X-Forwarded-For is ignored by default: a client cannot pose as another address', async () => {
+    expectTooMany(await api(`${server.url}${LIST}`, { key: wrongKey, headers: { 'X-Forwarded-For': '203.0.113.9' } }), BURST);
+  });
+
   it('another client address is served as usual', async () => {
     expect(await getFrom('127.0.0.2', `${server.url}${LIST}`, server.adminKey)).to.equal(200);
     expect(await getFrom('127.0.0.2', `${server.url}${LIST}`, wrongKey)).to.equal(401);
   });
+});
+
+describe('rate limits: KNOWLEDGE_TRUST_PROXY takes the client address from X-Forwarded-For', () => {
+  const wrongKey = `ks_${'W'.repeat(43)}`;
+
+  it('off by default; on is one proxy, a number is that many; anything else is refused', () => {
+    expect(loadConfig({}).trustProxy).to.equal(0);
+    expect(loadConfig({ KNOWLEDGE_TRUST_PROXY: 'off' }).trustProxy).to.equal(0);
+    expect(loadConfig({ KNOWLEDGE_TRUST_PROXY: 'on' }).trustProxy).to.equal(1);
+    expect(loadConfig({ KNOWLEDGE_TRUST_PROXY: '2' }).trustProxy).to.equal(2);
+    expect(loadConfig({ KNOWLEDGE_TRUST_PROXY: 'on' }, { trustProxy: 'off' }).trustProxy).to.equal(0);
+    for (const bad of ['yes', '-1', '17', '1.5']) expect(() => loadConfig({ KNOWLEDGE_TRUST_PROXY: bad }), bad).to.throw(ConfigError, /KNOWLEDGE_TRUST_PROXY/);
+  });
+
+  for (const hops of [1, 2]) {
+    it(`behind ${hops} prox${hops === 1 ? 'y' : 'ies'}: each client behind the proxy is counted alone, by the entry the outermost proxy added`, async () => {
+      const server = await startTestServer({ config: { rateLimitAuthFailures: 6, rateLimitAuthFailuresBurst: 2, trustProxy: hops } });
+      try {
+        // What the proxies append: the client's address, then (with two) the outer proxy's.
+        const forwarded = (client: string, invented?: string): string =>
+          [...(invented ? [invented] : []), client, ...(hops === 2 ? ['10.0.0.1'] : [])].join(', ');
+        const fail = (client: string, invented?: string): Promise<ApiResponse> =>
+          api(`${server.url}${LIST}`, { key: wrongKey, headers: { 'X-Forwarded-For': forwarded(client, invented) } });
+        expect((await fail('203.0.113.1')).status).to.equal(401);
+        // An entry the client wrote itself, left of the proxy's, changes nothing.
+        expect((await fail('203.0.113.1', '198.51.100.99')).status).to.equal(401);
+        expectTooMany(await fail('203.0.113.1', '198.51.100.98'), 2);
+        expect((await fail('203.0.113.2')).status).to.equal(401);
+        const ok = await api(`${server.url}${LIST}`, { key: server.adminKey, headers: { 'X-Forwarded-For': forwarded('203.0.113.1') } });
+        expect(ok.status).to.equal(200);
+      } finally {
+        await server.close();
+      }
+    });
+  }
 });
 
 describe('rate limits: the serve command takes them from flags and the environment', () => {

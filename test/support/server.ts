@@ -3,7 +3,7 @@ import { loadConfig, type Config } from '../../src/app/config.js';
 import { createKey } from '../../src/domain/keys.js';
 import { createOrganization } from '../../src/domain/orgs.js';
 import { startServer, type RunningServer } from '../../src/app/server.js';
-import { silentLogger } from '../../src/common/log.js';
+import { silentLogger, type Logger } from '../../src/common/log.js';
 import type { FsPromises } from '../../src/storage/fs/fs.js';
 import { KeyStore } from '../../src/storage/keys/keyStore.js';
 import { OrgStore } from '../../src/storage/repo/orgStore.js';
@@ -32,7 +32,7 @@ export interface TestServer {
  * from one address. `config` overrides any setting (test/http/rateLimit.test.ts turns the limits on).
  */
 export async function startTestServer(
-  options: { maxContentBytes?: number; dataDir?: string; config?: Partial<Config> } = {},
+  options: { maxContentBytes?: number; dataDir?: string; config?: Partial<Config>; logger?: Logger } = {},
 ): Promise<TestServer> {
   const tmp = options.dataDir ? undefined : await tmpDir('ks-server');
   const dataDir = options.dataDir ?? (tmp as { dir: string }).dir;
@@ -45,7 +45,7 @@ export async function startTestServer(
   let adminKey = '';
   const server = await startServer({
     config,
-    logger: silentLogger,
+    logger: options.logger ?? silentLogger,
     announce: (line) => {
       adminKey = /ks_\S+/.exec(line)?.[0] ?? '';
     },

@@ -111,8 +111,8 @@ export function rateLimitHeaders(quota: RateQuota): Record<string, string> {
 }
 
 /**
- * The address a client is counted under: the socket's peer (no proxy headers
- * are trusted), an IPv4-mapped IPv6 address as IPv4, and IPv6 by its /64, the
+ * The address a client is counted under: Koa's `ctx.ip` (the socket's peer, or
+ * with KNOWLEDGE_TRUST_PROXY the X-Forwarded-For entry the trusted proxy added), an IPv4-mapped IPv6 address as IPv4, and IPv6 by its /64, the
  * block a single host is usually given.
  */
 export function clientAddress(ip: string): string {
@@ -133,20 +133,25 @@ function failedAuthentication(ctx: ParameterizedContext<AppState>, err: unknown)
 }
 
 /**
- * Refuses (429) an address that has failed authentication too often, before
- * its key is even looked at, and counts each 401 that passes through it.
+ * Counts each failed authentication (a 401) against the client's address, and
+ * once the address has spent its allowance answers its failures 429 instead of
+ * 401. A request with a valid key is never refused here: many clients
+ * share an address (a NAT, an office, a CI runner), and one of them with a typo
+ * must not lock out the rest. The key is therefore always looked at; that costs
+ * a hash and a map lookup, and keys are 256 random bits, so what this limit
+ * bounds is a misbehaving client's noise, not the odds of guessing a key.
  */
 export function limitFailedAuthentication(policy: RatePolicy): Middleware<AppState> {
   if (policy.perMinute <= 0) return (_ctx, next) => next();
   const buckets = new TokenBuckets(policy);
   return async (ctx, next) => {
-    const address = clientAddress(ctx.ip);
-    const quota = buckets.peek(address);
-    if (quota.remaining < 1) throw new TooManyRequests({ scope: 'address', quota });
     try {
       await next();
     } catch (err) {
-      if (failedAuthentication(ctx, err)) buckets.take(address);
+      if (failedAuthentication(ctx, err)) {
+        const { allowed, quota } = buckets.take(clientAddress(ctx.ip));
+        if (!allowed) throw new TooManyRequests({ scope: 'address', quota });
+      }
       throw err;
     }
   };

@@ -1,24 +1,61 @@
 import { randomUUID } from 'node:crypto';
-import type { Middleware } from 'koa';
+import type { Middleware, ParameterizedContext } from 'koa';
 import type { Logger } from '../../common/log.js';
 import { standardHeaders } from '../headers.js';
 import type { AppState } from '../state.js';
 
-/** A request id on every response (a server fault is logged with it), safe defaults on every response, and a debug access log. */
-export function requestContext(logger: Logger): Middleware<AppState> {
+/**
+ * What an incoming X-Request-Id may be to be kept (contract §12): 1–128 of
+ * `A-Za-z0-9-_.:`, enough for a UUID, a trace id or a proxy's `host:counter`,
+ * and nothing that could split a header or a log line.
+ */
+const REQUEST_ID = /^[A-Za-z0-9\-_.:]{1,128}$/;
+
+/** The caller's request id when it is well formed (a proxy or client correlates its logs with ours), else a new UUID. */
+export function requestIdOf(incoming: string | undefined): string {
+  return incoming !== undefined && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
+
+/**
+ * The route a request matched, as the router wrote it (`/api/v1/knowledge/items/*path`), never the raw path:
+ * what logs group by and metrics label with, with no item path, id or key in it. Unmatched: `(none)`.
+ */
+export function routeOf(ctx: ParameterizedContext<AppState>): string {
+  const matched = (ctx as { _matchedRoute?: unknown })._matchedRoute;
+  return typeof matched === 'string' ? matched : '(none)';
+}
+
+/** What the access log and request metrics are told about each request once it is answered. */
+export interface RequestRecord {
+  method: string;
+  route: string;
+  status: number;
+  seconds: number;
+}
+
+/**
+ * A request id on every response (a server fault is logged with it), safe defaults on every response, and the
+ * access log: one line per request at `info` (contract §12) with the method, route pattern, status, time, request
+ * id and key id (never the key); `observe` gets the same record (metrics).
+ */
+export function requestContext(logger: Logger, observe: (record: RequestRecord) => void = () => {}): Middleware<AppState> {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
-    ctx.state.requestId = randomUUID();
+    ctx.state.requestId = requestIdOf(ctx.get('X-Request-Id') || undefined);
     ctx.set(standardHeaders(ctx.state.requestId));
     try {
       await next();
     } finally {
-      logger.debug('request', {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const record: RequestRecord = { method: ctx.method, route: routeOf(ctx), status: ctx.status, seconds };
+      observe(record);
+      logger.info('request', {
         requestId: ctx.state.requestId,
-        method: ctx.method,
-        path: ctx.path,
-        status: ctx.status,
-        ms: Number(process.hrtime.bigint() - started) / 1e6,
+        method: record.method,
+        route: record.route,
+        status: record.status,
+        ms: Math.round(seconds * 1e6) / 1e3,
+        keyId: (ctx.state as Partial<AppState>).actor?.keyId ?? null,
       });
     }
   };

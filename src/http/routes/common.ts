@@ -5,6 +5,7 @@ import { InvalidPath } from '../../domain/errors.js';
 import type { Permission } from '../../domain/permissions.js';
 import type { Clock } from '../../common/clock.js';
 import type { Logger } from '../../common/log.js';
+import type { Metrics } from '../../common/metrics.js';
 import type { KeyStore } from '../../storage/keys/keyStore.js';
 import type { OrgStore } from '../../storage/repo/orgStore.js';
 import { UnsupportedMediaType } from '../httpErrors.js';
@@ -17,6 +18,7 @@ export interface RouteDeps {
   orgs: OrgStore;
   keys: KeyStore;
   logger: Logger;
+  metrics: Metrics;
   clock: Clock;
   /** The largest item content, in bytes. */
   maxContentBytes: number;

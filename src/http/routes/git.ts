@@ -20,6 +20,7 @@ async function gitActor(ctx: ParameterizedContext<AppState>, deps: Pick<RouteDep
   const secret = decoded.includes(':') ? decoded.slice(decoded.indexOf(':') + 1) : undefined;
   const actor = await authenticate({ keys: deps.keys, secret, clock: deps.clock });
   if (!actor) throw new GitAuthRequired();
+  ctx.state.actor = actor; // the access log names the key (its id)
   return actor;
 }
 

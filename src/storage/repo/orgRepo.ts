@@ -1,4 +1,5 @@
 import type { Logger } from '../../common/log.js';
+import { silentMetrics, type Metrics } from '../../common/metrics.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, RepackReport } from '../git/gitCli.js';
 import { readRef } from '../git/refs.js';
@@ -54,11 +55,12 @@ export class OrgRepo {
     private readonly logger: Logger,
     git: GitCli | undefined,
     autoRepackObjects: number,
+    metrics: Metrics,
   ) {
     this.reader = new ObjectReader(fs, gitdir);
     this.snapshotFile = new IndexSnapshotFile(fs, gitdir, logger);
     this.snapshots = new SnapshotCadence(this.snapshotFile, logger, orgId);
-    this.repacks = git ? new RepackSchedule({ orgId, gitdir, git, reader: this.reader, logger, autoRepackObjects }) : null;
+    this.repacks = git ? new RepackSchedule({ orgId, gitdir, git, reader: this.reader, logger, metrics, autoRepackObjects }) : null;
     this.views = new DerivedViews(orgId, logger);
     // Contents just written are what the next reads ask for: keep them rather than read them back.
     this.views.add({ name: 'content cache', published: (b) => b.written.forEach((text, oid) => this.contentCache.set(oid, text)) });
@@ -68,6 +70,7 @@ export class OrgRepo {
       fs,
       gitdir,
       logger,
+      metrics,
       trees: this.reader.trees,
       views: this.views,
       committed: () => this.state,
@@ -86,8 +89,16 @@ export class OrgRepo {
   }
 
   /** Opens the repository; without `git`, it is never repacked (tests, tools that only read). */
-  static async open(args: { orgId: string; fs: FsPromises; gitdir: string; logger: Logger; git?: GitCli; autoRepackObjects?: number }): Promise<OrgRepo> {
-    const repo = new OrgRepo(args.orgId, args.fs, args.gitdir, args.logger, args.git, args.autoRepackObjects ?? 0);
+  static async open(args: {
+    orgId: string;
+    fs: FsPromises;
+    gitdir: string;
+    logger: Logger;
+    git?: GitCli;
+    autoRepackObjects?: number;
+    metrics?: Metrics;
+  }): Promise<OrgRepo> {
+    const repo = new OrgRepo(args.orgId, args.fs, args.gitdir, args.logger, args.git, args.autoRepackObjects ?? 0, args.metrics ?? silentMetrics);
     await repo.load();
     await repo.repacks?.start();
     return repo;
@@ -95,6 +106,11 @@ export class OrgRepo {
 
   get headCommit(): string | null {
     return this.state.head;
+  }
+
+  /** Writes waiting for the write pipeline (GET /metrics). */
+  get queuedWrites(): number {
+    return this.pipeline.queued;
   }
 
   get itemCount(): number {

@@ -3,9 +3,10 @@ import type { Readable } from 'node:stream';
 import git from 'isomorphic-git';
 import { errnoCode } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
+import type { Metrics } from '../../common/metrics.js';
 import { hideCredentials } from '../../common/redact.js';
 import { OrgAlreadyExists } from '../errors.js';
-import { fsyncDir, fsyncTree, pathExists } from '../fs/durable.js';
+import { fsyncDir, fsyncTree, pathExists, writeAndSync } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, ObjectCounts, RepackReport, UploadPack } from '../git/gitCli.js';
 import { ObjectStager } from '../git/objectStager.js';
@@ -28,6 +29,8 @@ export const SEARCH_FILE = 'knowledge-search.sqlite';
  */
 export class OrgStore {
   private readonly open = new Map<string, Promise<OrgRepo | null>>();
+  /** The repositories whose opening finished (GET /metrics counts them and their queued writes). */
+  private readonly opened = new Map<string, OrgRepo>();
   readonly root: string;
 
   constructor(
@@ -35,6 +38,8 @@ export class OrgStore {
       fs: FsPromises;
       dataDir: string;
       logger: Logger;
+      /** Told what the repositories do (group commits, repacks); silent unless given. */
+      metrics?: Metrics;
       /** C git: clones, repacks, fsck, upload-pack. */
       git: GitCli;
       /** True in the process that owns the data dir (the server): lock files left by a crash are removed on open. */
@@ -77,7 +82,7 @@ export class OrgStore {
       this.open.set(orgId, pending);
       // A failed or missing open is not cached: the organization may be created or repaired later.
       pending.then(
-        (repo) => repo ?? this.open.delete(orgId),
+        (repo) => (repo ? this.opened.set(orgId, repo) : this.open.delete(orgId)),
         () => this.open.delete(orgId),
       );
     }
@@ -96,7 +101,7 @@ export class OrgStore {
       );
     }
     const started = Date.now();
-    const repo = await OrgRepo.open({ orgId, fs, gitdir, logger, git: this.options.git, autoRepackObjects: this.options.autoRepackObjects });
+    const repo = await OrgRepo.open({ orgId, fs, gitdir, logger, git: this.options.git, autoRepackObjects: this.options.autoRepackObjects, metrics: this.options.metrics });
     const { search } = this.options;
     if (search) {
       try {
@@ -248,7 +253,37 @@ export class OrgStore {
     return this.options.git.uploadPack({ gitdir: this.gitdirOf(orgId), ...args });
   }
 
+  /**
+   * Readiness (GET /readyz): that the data directory takes a durable write now. A small file is
+   * written, fsynced and removed, so a read-only remount, a full disk or a dead volume shows here
+   * before a writer meets it. Throws what the file system throws.
+   */
+  async checkWritable(): Promise<void> {
+    const { fs, dataDir } = this.options;
+    const probe = `${dataDir}/.readyz-${process.pid}-${randomBytes(4).toString('hex')}`;
+    try {
+      await writeAndSync(fs, probe, 'ready\n');
+    } finally {
+      await fs.unlink(probe).catch(() => undefined);
+    }
+  }
+
+  /** Opens every organization (readiness: the first request to each is then not the one that waits); says which could not be. */
+  async openAll(): Promise<{ opened: number; failed: string[] }> {
+    const ids = await this.list();
+    const results = await Promise.all(ids.map((id) => this.get(id).then((repo) => repo !== null, () => false)));
+    return { opened: results.filter(Boolean).length, failed: ids.filter((_id, i) => !results[i]) };
+  }
+
+  /** Organizations open now and the writes queued across them, read when /metrics is scraped. */
+  stats(): { openOrganizations: number; queuedWrites: number } {
+    let queuedWrites = 0;
+    for (const repo of this.opened.values()) queuedWrites += repo.queuedWrites;
+    return { openOrganizations: this.opened.size, queuedWrites };
+  }
+
   async closeAll(): Promise<void> {
+    this.opened.clear();
     const repos = await Promise.all([...this.open.values()].map((p) => p.catch(() => null)));
     await Promise.all(repos.map((r) => r?.close()));
   }

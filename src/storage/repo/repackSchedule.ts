@@ -1,4 +1,5 @@
 import type { Logger } from '../../common/log.js';
+import { secondsSince, type Metrics } from '../../common/metrics.js';
 import type { GitCli, RepackReport } from '../git/gitCli.js';
 import type { ObjectReader } from './objectReader.js';
 
@@ -33,6 +34,7 @@ export class RepackSchedule {
       git: GitCli;
       reader: ObjectReader;
       logger: Logger;
+      metrics: Metrics;
       /** Objects written that make a repack due (0: never automatically). */
       autoRepackObjects: number;
     },
@@ -68,8 +70,16 @@ export class RepackSchedule {
   }
 
   private async repackNow(): Promise<RepackReport> {
-    const { git, gitdir, reader, logger, orgId } = this.deps;
-    const report = await git.repack(gitdir);
+    const { git, gitdir, reader, logger, orgId, metrics } = this.deps;
+    const started = process.hrtime.bigint();
+    let report: RepackReport;
+    try {
+      report = await git.repack(gitdir);
+    } catch (err) {
+      metrics.repack({ seconds: secondsSince(started), ok: false });
+      throw err;
+    }
+    metrics.repack({ seconds: secondsSince(started), ok: true });
     await reader.forgetDeletedPacks();
     this.objects = report.after.loose;
     // Counted after git finished: packs written while it ran are in the count already.

@@ -1,4 +1,5 @@
 import type { Logger } from '../../common/log.js';
+import { secondsSince, type Metrics } from '../../common/metrics.js';
 import type { FsPromises } from '../fs/fs.js';
 import { blobObject } from '../git/objectFormat.js';
 import { ObjectStager } from '../git/objectStager.js';
@@ -108,6 +109,8 @@ export class WritePipeline {
       fs: FsPromises;
       gitdir: string;
       logger: Logger;
+      /** Told each published group commit's size and fsync time. */
+      metrics: Metrics;
       trees: TreeEditor;
       views: DerivedViews;
       /** The state readers see now. */
@@ -130,6 +133,11 @@ export class WritePipeline {
       this.draining = true;
       this.drained = this.drain();
     });
+  }
+
+  /** Writes waiting for a queue turn (GET /metrics: queue depth). */
+  get queued(): number {
+    return this.queue.length;
   }
 
   /** Refuses new writes and waits for the queued ones. */
@@ -218,6 +226,9 @@ export class WritePipeline {
     let published: PublishedBatch | null = null;
     if (built.head !== built.parent && built.head !== null && built.root !== null) {
       const { head, root } = built;
+      const started = process.hrtime.bigint();
+      let syncStarted: bigint | undefined;
+      let fsyncSeconds: number;
       let flushed: PublishedBatch['flushed'];
       let staged: Map<DerivedView, StagedView> = new Map();
       try {
@@ -225,10 +236,16 @@ export class WritePipeline {
         // and make it visible only once the branch has moved (notify), or forget it.
         let diskBusy: (busy: boolean) => void = () => undefined;
         const busy = new Promise<boolean>((resolve) => (diskBusy = resolve));
-        const flushing = built.stager.flush(fs, gitdir, { whileSyncing: () => diskBusy(true) });
+        const flushing = built.stager.flush(fs, gitdir, {
+          whileSyncing: () => {
+            syncStarted = process.hrtime.bigint();
+            diskBusy(true);
+          },
+        });
         const staging = this.deps.views.stage({ parent: built.parent, head, root, commits: built.commits, written: built.written, state: built.overlay, diskBusy: busy });
         try {
           flushed = await flushing;
+          fsyncSeconds = syncStarted === undefined ? 0 : secondsSince(syncStarted);
           await compareAndSwapRef({ fs, gitdir, expected: built.parent, next: head });
         } finally {
           // A flush that failed before its fsync never said the disk was busy: nothing is to be staged then.
@@ -244,6 +261,7 @@ export class WritePipeline {
         for (const o of outcomes) o.pending.reject(o.error === undefined ? error : o.error);
         return false;
       }
+      this.deps.metrics.groupCommit({ commits: built.commits.length, fsyncSeconds, seconds: secondsSince(started) });
       this.deps.advance({ overlay: built.overlay, head, root });
       published = { parent: built.parent, head, root, commits: built.commits, written: built.written, flushed };
       await this.deps.views.notify(published, staged);

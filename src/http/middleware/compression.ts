@@ -1,0 +1,23 @@
+import compress from 'koa-compress';
+import type { Middleware } from 'koa';
+import type { AppState } from '../state.js';
+
+/** Below this a response goes as it is: compressing a small envelope costs more than the bytes it saves. */
+export const COMPRESS_THRESHOLD_BYTES = 1024;
+
+/**
+ * Compresses large answers for clients that accept it (contract §12): brotli (quality 4: fast) or gzip, as
+ * the client prefers. Not git's pack streams under /git/ (git compresses its objects itself, and its smart
+ * HTTP responses stream as they are made), nor event streams, which must reach the client event by event.
+ */
+export function compression(): Middleware<AppState> {
+  const compressing = compress({
+    threshold: COMPRESS_THRESHOLD_BYTES,
+    filter: (type) => !/event-stream/i.test(type) && /json|text|javascript|svg|xml/i.test(type),
+    deflate: false,
+  });
+  return async (ctx, next) => {
+    if (ctx.path.startsWith('/git/')) ctx.compress = false;
+    await compressing(ctx, next);
+  };
+}
