@@ -3,6 +3,7 @@ import { createKey } from '../../src/domain/keys.js';
 import { commitCount, git } from '../support/git.js';
 import { api, type ApiResponse, type TestServer } from '../support/server.js';
 import { expectError, keyStoreOf, LIST, MSG } from './helpers.js';
+import type { VersionView } from '../../src/domain/versionView.js';
 
 /**
  * Shared by the admin and history endpoint tests (history, trash, folders, changes, keys):
@@ -23,14 +24,8 @@ export const UNKNOWN_KEY = `ks_${'B'.repeat(43)}`;
 export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 export const COMMIT = /^[0-9a-f]{40}$/;
 
-export interface Version {
-  version: number;
-  commitId: string;
-  action: string;
-  message: string;
-  author: { name: string; keyId: string };
-  timestamp: string;
-}
+/** One version as `GET /history/{path}` lists it: the server's own shape. */
+export type Version = VersionView;
 
 export const urlOf = (server: TestServer, rest: string): string => `${server.url}${LIST}${rest}`;
 

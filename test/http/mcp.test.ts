@@ -324,6 +324,11 @@ describe('MCP: POST /mcp with the SDK client over real HTTP', function () {
         expect(answer.jsonrpc, body).to.equal('2.0');
         expect(answer.error.code, body).to.be.below(-32000 + 1);
       }
+      for (const empty of ['[]', ' [ \n ] ']) {
+        const res = await rawMcp(server, empty, key);
+        expect(res.status, JSON.stringify(empty)).to.equal(400);
+        expect(((await res.json()) as { error: { code: number } }).error.code).to.equal(-32600);
+      }
       const huge = rpc('tools/call', { name: 'write', arguments: { path: 'agents/huge.md', content: 'x'.repeat(1_200_000) } });
       const res = await rawMcp(server, huge, key);
       expect(res.status).to.equal(413);

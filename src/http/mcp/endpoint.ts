@@ -2,8 +2,7 @@ import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { ContentTooLarge } from '../../domain/errors.js';
-import { MethodNotAllowed, OriginRefused } from '../httpErrors.js';
+import { OriginRefused } from '../httpErrors.js';
 import type { RouteDeps } from '../routes/common.js';
 import type { AppState } from '../state.js';
 import { mcpServer } from './server.js';
@@ -34,7 +33,8 @@ export function checkOrigin(allowed: readonly string[]): Middleware<AppState> {
  * limits, request id and error envelope ran before this (as for any API route); here the body is
  * read within the API's size limit and handed to the SDK's transport with a server bound to the
  * caller's key. JSON answers only (no SSE stream): every tool answers in one response.
- * GET (a server-to-client stream) and DELETE (ending a session) mean nothing without sessions: 405.
+ * GET (a server-to-client stream) and DELETE (ending a session) mean nothing without sessions: the
+ * app's 405 answers them, with `Allow: POST`.
  */
 export function mcpRoutes(deps: Pick<RouteDeps, 'maxContentBytes' | 'clock' | 'logger'> & { version: string }): Router<AppState> {
   const router = new Router<AppState>();
@@ -42,16 +42,15 @@ export function mcpRoutes(deps: Pick<RouteDeps, 'maxContentBytes' | 'clock' | 'l
   const limit = deps.maxContentBytes + 64 * 1024;
 
   router.post(MCP_PATH, async (ctx) => {
-    const declared = Number(ctx.get('Content-Length'));
-    if (declared > limit) throw new ContentTooLarge({ bytes: declared, limit });
-    let body: string;
+    // raw-body refuses a declared or counted length over the limit with the error the table answers 413.
+    const body = await getRawBody(ctx.req, { limit, encoding: 'utf8' });
+    let parsed: unknown;
     try {
-      body = await getRawBody(ctx.req, { limit, encoding: 'utf8' });
-    } catch (err) {
-      if ((err as { type?: unknown }).type === 'entity.too.large') throw new ContentTooLarge({ bytes: limit + 1, limit });
-      throw err;
+      parsed = JSON.parse(body);
+    } catch {
+      parsed = undefined; // the SDK answers it: a JSON-RPC parse error
     }
-    if (body.trim() === '[]') {
+    if (Array.isArray(parsed) && parsed.length === 0) {
       // An empty batch asks for nothing; JSON-RPC calls it an invalid request (the SDK would answer 202 Accepted).
       ctx.status = 400;
       ctx.body = { jsonrpc: '2.0', error: { code: INVALID_REQUEST, message: 'Invalid Request: an empty batch' }, id: null };
@@ -67,7 +66,8 @@ export function mcpRoutes(deps: Pick<RouteDeps, 'maxContentBytes' | 'clock' | 'l
         if (value === undefined || HOP_HEADERS.has(name)) continue;
         headers.set(name, Array.isArray(value) ? value.join(', ') : value);
       }
-      const response = await transport.handleRequest(new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers, body }));
+      const request = new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers, body });
+      const response = await transport.handleRequest(request, parsed === undefined ? {} : { parsedBody: parsed });
       ctx.status = response.status;
       response.headers.forEach((value, name) => {
         if (!HOP_HEADERS.has(name)) ctx.set(name, value);
@@ -79,13 +79,6 @@ export function mcpRoutes(deps: Pick<RouteDeps, 'maxContentBytes' | 'clock' | 'l
       await server.close();
     }
   });
-
-  // Without sessions there is no stream to open (GET) or session to end (DELETE).
-  for (const method of ['get', 'delete'] as const) {
-    router[method](MCP_PATH, () => {
-      throw new MethodNotAllowed({ allow: ['POST'] });
-    });
-  }
 
   return router;
 }

@@ -1,6 +1,6 @@
 import { changesSince } from '../../domain/changes.js';
 import { diffVersions, getHistory, getItemVersion } from '../../domain/history.js';
-import { getItem, itemViews, MAX_LIST_LIMIT, selectItems } from '../../domain/items.js';
+import { getItem, MAX_LIST_LIMIT, selectItems } from '../../domain/items.js';
 import { MAX_SEARCH_LIMIT, searchItems } from '../../domain/search.js';
 import { MAX_QUERY_LENGTH } from '../../domain/searchQuery.js';
 import { presentItem, presentSearchResult } from '../presenters.js';
@@ -68,11 +68,7 @@ export const list = tool<{ prefix?: string; cursor?: string; limit?: number }>({
   annotations: { title: 'List items', ...READ_ONLY },
   run: async (args, { actor, repo }) => {
     const { entries, nextCursor } = selectItems({ repo, actor, prefix: args.prefix, cursor: args.cursor, limit: args.limit ?? DEFAULT_LIST_LIMIT });
-    const items = [];
-    for await (const item of itemViews({ repo, entries, withContent: false })) {
-      const { path, itemType, updatedAt } = presentItem(actor.orgId, item);
-      items.push({ path, itemType, updatedAt });
-    }
+    const items = entries.map(({ record: { path, itemType, updatedAt } }) => ({ path, itemType, updatedAt }));
     return { items, nextCursor: nextCursor ?? null };
   },
 });

@@ -8,6 +8,7 @@ import {
   ReadResourceRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import { isKnowledgeError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { toErrorResponse } from '../errorTable.js';
 import { listResources, readResource, RESOURCE_TEMPLATE } from './resources.js';
@@ -61,8 +62,8 @@ export function mcpServer(ctx: ToolContext & { logger: Logger; requestId: string
       return await readResource(ctx, request.params.uri);
     } catch (err) {
       // Resources have no isError: a refusal is a JSON-RPC error with the REST message.
-      const message = refusal(err, ctx, 'resources/read');
-      throw new RpcFailure(message === NOT_FOUND ? RESOURCE_NOT_FOUND : RpcError.InvalidParams, message);
+      const notFound = isKnowledgeError(err) && err.code === 'ITEM_NOT_FOUND';
+      throw new RpcFailure(notFound ? RESOURCE_NOT_FOUND : RpcError.InvalidParams, refusal(err, ctx, 'resources/read'));
     }
   });
   return server;
@@ -81,7 +82,6 @@ class RpcFailure extends Error {
   }
 }
 
-const NOT_FOUND = 'Knowledge item not found';
 /** The code MCP gives "resource not found". */
 const RESOURCE_NOT_FOUND = -32002;
 
