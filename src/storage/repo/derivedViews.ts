@@ -84,13 +84,22 @@ export class DerivedViews {
     return staged;
   }
 
-  /** The batch is published: each view, in order, commits what it staged or follows the batch now. */
+  /**
+   * The batch is published: first every staged piece of work is committed (synchronous, so the views
+   * that hold queries back let them go at once), then the other views follow the batch, in order.
+   */
   async notify(batch: PublishedBatch, staged: ReadonlyMap<DerivedView, StagedView> = new Map()): Promise<void> {
-    for (const view of this.views) {
+    for (const [view, work] of staged) {
       try {
-        const work = staged.get(view);
-        if (work) work.commit();
-        else await view.published(batch);
+        work.commit();
+      } catch (err) {
+        this.logger.error('a derived view could not follow a commit', { org: this.orgId, view: view.name, error: String(err) });
+      }
+    }
+    for (const view of this.views) {
+      if (staged.has(view)) continue;
+      try {
+        await view.published(batch);
       } catch (err) {
         this.logger.error('a derived view could not follow a commit', { org: this.orgId, view: view.name, error: String(err) });
       }

@@ -73,6 +73,8 @@ export class SearchIndex implements DerivedView {
   private indexed = new Map<string, IndexedItem>();
   /** Set when a batch could not be applied: the next query catches up first. */
   private stale = false;
+  /** The catch-up under way, if one is: `stage` declines meanwhile, and a second caller joins it. */
+  private catchingUp: Promise<{ written: number; removed: number; needs: number }> | null = null;
   /** Batches staged since the write-ahead log was last copied into the file. */
   private stagedSinceCheckpoint = 0;
   /** Closed while a staged transaction is open: queries (and catch-ups) wait. */
@@ -110,10 +112,26 @@ export class SearchIndex implements DerivedView {
     return index;
   }
 
-  /** Brings every row in line with the repository; returns how many rows it changed. */
+  /**
+   * Brings every row in line with the repository; returns how many rows it changed. It never
+   * overlaps a staged transaction: it starts only once none is open (its first look at the rows
+   * must not count uncommitted ones), and batches published while it runs are applied after
+   * their publish instead of staged (`stage` declines while `catchingUp`).
+   */
   async catchUp(): Promise<{ written: number; removed: number; needs: number }> {
+    if (this.catchingUp) return this.catchingUp;
+    while (this.gate.closed) await this.gate.idle();
+    // From the gate found open to `catchingUp` set, nothing awaits: no stage can begin in between.
+    this.catchingUp = this.catchUpNow();
+    try {
+      return await this.catchingUp;
+    } finally {
+      this.catchingUp = null;
+    }
+  }
+
+  private async catchUpNow(): Promise<{ written: number; removed: number; needs: number }> {
     const started = Date.now();
-    const head = this.source.headCommit;
     const live = new Map<string, IndexEntry>();
     for (const entry of this.source.entries()) if (entry.record.deletedAt === null) live.set(entry.record.path, entry);
     const removed = [...this.indexed.keys()].filter((path) => !live.has(path));
@@ -121,12 +139,10 @@ export class SearchIndex implements DerivedView {
     const every = this.progressEvery;
     const building = stale.length > every;
     if (building) this.logger.info('search index: building', { org: this.orgId, items: stale.length, of: live.size });
-    await this.gate.idle();
     this.db.transaction(() => removed.forEach((path) => this.drop(path)));
     for (let i = 0; i < stale.length; i += CATCH_UP_CHUNK) {
       const chunk = stale.slice(i, i + CATCH_UP_CHUNK);
       const texts = await Promise.all(chunk.map((e) => this.textOf(e)));
-      await this.gate.idle();
       this.db.transaction(() =>
         chunk.forEach((e, j) => {
           // A batch published while the texts were read may have replaced this item: it has indexed the newer one.
@@ -138,10 +154,10 @@ export class SearchIndex implements DerivedView {
         this.logger.info('search index: building', { org: this.orgId, done, of: stale.length });
       }
     }
-    await this.gate.idle();
     const needs = this.db.transaction(() => {
       const n = this.refreshNeeds();
-      this.db.setHead(head);
+      // The head the rows are at now: batches published meanwhile were applied by `published`.
+      this.db.setHead(this.source.headCommit);
       return n;
     });
     this.stale = false;
@@ -160,9 +176,10 @@ export class SearchIndex implements DerivedView {
    */
   async stage(batch: StagingBatch): Promise<StagedView | null> {
     const { paths, rulesChanged } = changedPaths(batch);
-    if (rulesChanged) return null;
+    if (rulesChanged || this.catchingUp) return null;
     const updates = await this.updatesFor(paths, batch.state, batch.written);
-    if (!(await batch.diskBusy)) return null;
+    // Checked again after the awaits, with nothing awaited from here to the gate's closing.
+    if (!(await batch.diskBusy) || this.catchingUp) return null;
     // No transaction is open here: the one of the batch before was committed before this batch's publish began.
     if (++this.stagedSinceCheckpoint >= CHECKPOINT_EVERY) {
       this.stagedSinceCheckpoint = 0;
@@ -173,16 +190,21 @@ export class SearchIndex implements DerivedView {
         this.logger.debug('search index: checkpoint skipped', { org: this.orgId, error: String(err) });
       }
     }
-    this.db.begin();
+    // Closed before the transaction begins: whenever one is open, queries and catch-ups wait.
+    this.gate.close();
     try {
+      this.db.begin();
       this.apply(updates, batch.head, batch.state);
       this.db.flushPending();
     } catch (err) {
-      this.undo();
+      try {
+        this.undo();
+      } finally {
+        this.gate.open();
+      }
       this.logger.warn('search index: could not stage a batch; applying it once published', { org: this.orgId, error: String(err) });
       return null;
     }
-    this.gate.close();
     return {
       commit: () => {
         try {
@@ -262,10 +284,11 @@ export class SearchIndex implements DerivedView {
    * Work per query is bounded by the match itself: the caller bounds the terms.
    */
   async search(args: { terms: SearchTerms; needs: readonly number[]; prefix?: string; limit: number; offset: number }): Promise<SearchHit[]> {
-    // From here to the answer nothing awaits: no staged transaction can open while the query reads.
+    // The loop's last check and the reads below run with nothing awaited in between: no staged
+    // transaction is open while the query reads.
     while (this.gate.closed || this.stale) {
-      await this.gate.idle();
-      if (this.stale) await this.catchUp();
+      if (this.gate.closed) await this.gate.idle();
+      else await this.catchUp();
     }
     const match = matchExpression(args.terms);
     const rows = this.db.search({

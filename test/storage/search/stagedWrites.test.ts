@@ -114,6 +114,37 @@ describe('storage/search: a batch staged while its pack is fsynced', function ()
     expect(await found('apple')).to.deep.equal(['notes/a.md', 'notes/b.md']);
   });
 
+  it('a catch-up asked for while a batch is staged waits for it, and never takes the staged rows for its own', async () => {
+    const index = repo.search;
+    if (!index) throw new Error('no search index');
+    held.hold();
+    const writing = put('notes/d.md', 'damson');
+    await held.syncHeld;
+    await ticks(5); // staged: notes/d.md is in the open transaction, not yet in the repository
+    const catching = index.catchUp();
+    await ticks(5);
+    held.letGo();
+    await writing;
+    await catching;
+    expect(await found('damson')).to.deep.equal(['notes/d.md']);
+    expect(index.differences()).to.deep.equal([]);
+  });
+
+  it('a write made while a catch-up runs is applied once published, and the index ends at that head', async () => {
+    for (let i = 0; i < 20; i++) await put(`notes/n${i}.md`, `nectarine ${i}`);
+    const index = repo.search;
+    if (!index) throw new Error('no search index');
+    // Rows whose blob disagrees with the repository: the catch-up reads their texts again.
+    const rows = (index as unknown as { indexed: Map<string, { blob: string }> }).indexed;
+    for (const [path, row] of rows) if (path.startsWith('notes/n')) row.blob = '0'.repeat(40);
+    const catching = index.catchUp();
+    await put('notes/e.md', 'elderberry');
+    expect((await catching).written).to.equal(20);
+    expect(await found('elderberry')).to.deep.equal(['notes/e.md']);
+    expect(await found('nectarine')).to.have.lengthOf(20);
+    expect(index.differences()).to.deep.equal([]);
+  });
+
   it('a write that fails after its batch was staged leaves nothing of it in the index', async () => {
     held.hold();
     held.failRefUpdate = true;
