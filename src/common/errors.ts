@@ -29,6 +29,9 @@ export type ErrorCode =
   | 'GIT_PUSH_REFUSED'
   | 'TOO_MANY_REQUESTS'
   | 'ORIGIN_REFUSED'
+  | 'METRICS_REFUSED'
+  | 'METRICS_TOKEN_REQUIRED'
+  | 'NOT_READY'
   // Storage
   | 'LOCK_TIMEOUT'
   | 'REF_CONFLICT'

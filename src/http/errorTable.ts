@@ -41,6 +41,10 @@ const TABLE: Record<ErrorCode, Row> = {
   GIT_PUSH_REFUSED: () => ({ status: 403, message: 'Pushing is not allowed: the repository is read-only; write through the API' }),
   FORBIDDEN: (err) => ({ status: 403, message: err.message }),
   ORIGIN_REFUSED: (err) => ({ status: 403, message: err.message }),
+  METRICS_REFUSED: () => ({ status: 403, message: 'Forbidden — metrics are served to this machine only (KNOWLEDGE_METRICS)' }),
+  METRICS_TOKEN_REQUIRED: () => ({ status: 401, message: 'Invalid metrics token', headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' } }),
+  // Not a fault: the probe's answer, which a balancer acts on.
+  NOT_READY: (err) => ({ status: 503, message: err.message, headers: { 'Retry-After': '1' } }),
   ITEM_NOT_FOUND: () => ({ status: 404, message: 'Knowledge item not found' }),
   ROUTE_NOT_FOUND: () => ({ status: 404, message: 'Not found' }),
   METHOD_NOT_ALLOWED: (err) => {
@@ -65,8 +69,9 @@ const TABLE: Record<ErrorCode, Row> = {
   }),
   // Answered as the operation's own route would answer its refusal, plus which operation it was.
   OPERATION_FAILED: (err) => {
-    const { status, message, headers } = toErrorResponse(err.data.cause);
-    return { status, message, ...(headers ? { headers } : {}), data: { failedOperation: err.data.index } };
+    // A cause that is a fault of ours stays one (logged as such by the envelope).
+    const { fault, ...inner } = toErrorResponse(err.data.cause);
+    return { ...inner, ...(fault ? { fault } : {}), data: { failedOperation: err.data.index } };
   },
   CONTENT_TOO_LARGE: () => ({ status: 413, message: 'Content too large', headers: CLOSE }),
   UNSUPPORTED_MEDIA_TYPE: () => ({ status: 415, message: 'Content-Type must be application/json' }),

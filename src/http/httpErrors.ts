@@ -65,3 +65,24 @@ export class OriginRefused extends KnowledgeError<{ origin: string }> {
     super('ORIGIN_REFUSED', `Origin not allowed: ${data.origin}`, data);
   }
 }
+
+/** /metrics asked from elsewhere than this machine while the setting serves it locally only. */
+export class MetricsRefused extends KnowledgeError<Record<string, never>> {
+  constructor() {
+    super('METRICS_REFUSED', 'metrics are served to this machine only', {});
+  }
+}
+
+/** /metrics without the token the setting asks for. */
+export class MetricsTokenRequired extends KnowledgeError<Record<string, never>> {
+  constructor() {
+    super('METRICS_TOKEN_REQUIRED', 'the metrics token is missing or wrong', {});
+  }
+}
+
+/** /readyz while the server cannot serve: the reason is the answer. */
+export class NotReady extends KnowledgeError<{ reason: string }> {
+  constructor(data: { reason: string }) {
+    super('NOT_READY', data.reason, data);
+  }
+}

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { toErrorResponse } from '../../src/http/errorTable.js';
-import { LockTimeout, RefConflict } from '../../src/storage/errors.js';
+import { ItemNotFound, OperationFailed } from '../../src/domain/errors.js';
+import { CorruptStore, LockTimeout, RefConflict } from '../../src/storage/errors.js';
 
 /** The one error → status table (errors carry a code; only this table gives a status): the rows no HTTP suite reaches on a healthy disk. */
 describe('http/errorTable', () => {
@@ -23,6 +24,13 @@ describe('http/errorTable', () => {
     expect(toErrorResponse(sys('EDQUOT')).status).to.equal(507);
     expect(toErrorResponse(sys('EIO'))).to.deep.equal({ status: 500, message: 'Internal server error', fault: true });
     expect(toErrorResponse(new TypeError('x is undefined'))).to.deep.equal({ status: 500, message: 'Internal server error', fault: true });
+  });
+
+  it('a refused operation of a commit answers as its cause, with its index; a fault of ours stays a fault', () => {
+    const refused = toErrorResponse(new OperationFailed({ index: 3, cause: new ItemNotFound({ path: 'a.md' }) }));
+    expect(refused).to.deep.equal({ status: 404, message: 'Knowledge item not found', fault: false, data: { failedOperation: 3 } });
+    const broken = toErrorResponse(new OperationFailed({ index: 0, cause: new CorruptStore({ where: '/data/acme.git', reason: 'bad record' }) }));
+    expect(broken).to.deep.equal({ status: 500, message: 'Internal server error', fault: true, data: { failedOperation: 0 } });
   });
 
   it("a body that does not decode with its Content-Encoding is the client's fault: 400", () => {

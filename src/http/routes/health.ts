@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import type { OrgStore } from '../../storage/repo/orgStore.js';
+import { NotReady } from '../httpErrors.js';
 import type { AppState } from '../state.js';
 
 export const HEALTH_PATH = '/healthz';
@@ -55,13 +56,8 @@ export function healthRoutes(deps: { orgs: OrgStore }): Router<AppState> {
 
   router.get(READY_PATH, async (ctx) => {
     const verdict = await ready();
-    if (verdict.ready) {
-      ctx.body = { success: true };
-    } else {
-      ctx.status = 503;
-      ctx.set('Retry-After', '1');
-      ctx.body = { success: false, error: verdict.reason };
-    }
+    if (!verdict.ready) throw new NotReady({ reason: verdict.reason });
+    ctx.body = { success: true };
   });
 
   return router;

@@ -3,6 +3,8 @@ import { isIP } from 'node:net';
 import Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import type { MetricsAccess } from '../../common/metrics.js';
+import { MetricsRefused, MetricsTokenRequired } from '../httpErrors.js';
+import { presentedKey } from '../middleware/auth.js';
 import type { AppState } from '../state.js';
 
 export const METRICS_PATH = '/metrics';
@@ -34,19 +36,10 @@ export function metricsRoutes(deps: { access: MetricsAccess; exposition?: Metric
   if (access.mode === 'off' || !exposition) return router;
 
   router.get(METRICS_PATH, async (ctx) => {
-    if (access.mode === 'local' && !localClient(ctx)) {
-      ctx.status = 403;
-      ctx.body = { success: false, error: 'Forbidden — metrics are served to this machine only (KNOWLEDGE_METRICS)' };
-      return;
-    }
+    if (access.mode === 'local' && !localClient(ctx)) throw new MetricsRefused();
     if (access.mode === 'token') {
-      const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(ctx.get('Authorization'))?.[1];
-      if (bearer === undefined || !sameToken(bearer, access.token)) {
-        ctx.status = 401;
-        ctx.set('WWW-Authenticate', 'Bearer realm="metrics"');
-        ctx.body = { success: false, error: 'Invalid metrics token' };
-        return;
-      }
+      const bearer = presentedKey(ctx.get('Authorization'), '');
+      if (bearer === undefined || !sameToken(bearer, access.token)) throw new MetricsTokenRequired();
     }
     const { contentType, body } = await exposition();
     ctx.type = contentType;
