@@ -1,3 +1,4 @@
+import { InvalidInput } from '../domain/errors.js';
 import type { ItemView } from '../domain/items.js';
 import type { SearchResult } from '../domain/search.js';
 import type { KeyRecord } from '../storage/keys/keyStore.js';
@@ -82,6 +83,18 @@ export function parseEtagCondition(header: string): '*' | string[] | undefined {
     .split(',')
     .map((t) => t.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1'))
     .filter((t) => t.length > 0);
+}
+
+/**
+ * An ETag condition given as a body field or tool argument (`ifMatch`, `if_match`), read as an If-Match
+ * header is: quoted or not, weak or strong, `*`, or a list. Absent is no condition; a blank one is refused,
+ * never taken for "no condition".
+ */
+export function etagConditionField(value: string | undefined, name: string): '*' | string[] | undefined {
+  if (value === undefined) return undefined;
+  const condition = parseEtagCondition(value);
+  if (condition === undefined) throw new InvalidInput({ reason: `${name} must be an ETag` });
+  return condition;
 }
 
 /** A trash entry: the item without its content, plus who deleted it and when. */

@@ -116,6 +116,9 @@ export interface MoveBody {
   message?: string;
 }
 
+/** An ETag as GET answers it, quoted or not; an empty one would be no condition at all. */
+const ifMatchField = { type: 'string', minLength: 1, maxLength: 1024 } as const;
+
 const moveBody = {
   type: 'object',
   required: ['from', 'to'],
@@ -123,8 +126,7 @@ const moveBody = {
   properties: {
     from: { type: 'string' },
     to: { type: 'string' },
-    // An ETag as GET answers it, quoted or not; an empty one would be no condition at all.
-    ifMatch: { type: 'string', minLength: 1, maxLength: 1024 },
+    ifMatch: ifMatchField,
     message: { type: 'string' },
   },
 } as const;
@@ -140,7 +142,6 @@ const commitBody = {
   },
 } as const;
 
-const ifMatchField = { type: 'string', minLength: 1, maxLength: 1024 } as const;
 
 const putOperation = {
   type: 'object',

@@ -149,6 +149,8 @@ describe('MCP: POST /mcp with the SDK client over real HTTP', function () {
     const first = await ok(writer, 'write', { path: 'agents/race.md', content: 'one' });
     await ok(admin, 'write', { path: 'agents/race.md', content: 'two, by someone else' });
     await refusedNoCommit(server, writer, 'write', { path: 'agents/race.md', content: 'three', if_match: first.etag as string }, MSG.changed);
+    // A blank if_match is refused, never taken for no condition at all.
+    await refusedNoCommit(server, writer, 'write', { path: 'agents/race.md', content: 'three', if_match: '   ' }, 'if_match must be an ETag');
     // The quoted form the REST ETag header uses is accepted too.
     const now = await ok(reader, 'read', { path: 'agents/race.md' });
     await ok(writer, 'write', { path: 'agents/race.md', content: 'three', if_match: `"${now.etag as string}"` });

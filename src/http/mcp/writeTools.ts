@@ -3,11 +3,11 @@ import { rollback as rollbackItem } from '../../domain/history.js';
 import { deleteItem, putItem } from '../../domain/items.js';
 import { moveItem } from '../../domain/moves.js';
 import { restoreItem } from '../../domain/trash.js';
-import { parseEtagCondition, presentItem } from '../presenters.js';
+import { etagConditionField, presentItem } from '../presenters.js';
 import { arguments_, IF_MATCH, MESSAGE, PATH, VERSION } from './schemas.js';
 import { tool, type Tool } from './tool.js';
 
-const ifMatch = (value: string | undefined): string[] | '*' | undefined => (value === undefined ? undefined : parseEtagCondition(value));
+const ifMatch = (value: string | undefined): string[] | '*' | undefined => etagConditionField(value, 'if_match');
 
 export const write = tool<{ path: string; content: string; if_match?: string; message?: string }>({
   name: 'write',

@@ -1,9 +1,8 @@
 import Router from '@koa/router';
 import { isKnowledgeError } from '../../common/errors.js';
 import { commitOperations, type Operation, type OperationResult } from '../../domain/commits.js';
-import { InvalidInput, OperationFailed } from '../../domain/errors.js';
-import type { TagCondition } from '../../domain/items.js';
-import { formatEtag, parseEtagCondition, presentItem } from '../presenters.js';
+import { OperationFailed } from '../../domain/errors.js';
+import { etagConditionField, formatEtag, presentItem } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateBody, validateQuery, type OperationBody } from '../validation.js';
 import { API_PREFIX, jsonBody, requirePermission, type RouteDeps } from './common.js';
@@ -47,17 +46,7 @@ export function commitRoutes(deps: Pick<RouteDeps, 'clock' | 'maxContentBytes'>)
 }
 
 function toOperation(body: OperationBody): Operation {
-  if (body.op === 'delete') return body;
-  // The same reading as an If-Match header: quoted or not, weak or strong, `*`, or a list.
-  const ifMatch = condition(body.ifMatch);
-  return ifMatch === undefined ? { ...body, ifMatch: undefined } : { ...body, ifMatch };
-}
-
-function condition(ifMatch: string | undefined): TagCondition | undefined {
-  if (ifMatch === undefined) return undefined;
-  const parsed = parseEtagCondition(ifMatch);
-  if (parsed === undefined) throw new InvalidInput({ reason: 'ifMatch must be an ETag' });
-  return parsed;
+  return body.op === 'delete' ? body : { ...body, ifMatch: etagConditionField(body.ifMatch, 'ifMatch') };
 }
 
 function present(orgId: string, r: OperationResult): Record<string, unknown> {

@@ -1,7 +1,6 @@
 import Router from '@koa/router';
-import { InvalidInput } from '../../domain/errors.js';
 import { moveItem } from '../../domain/moves.js';
-import { formatEtag, parseEtagCondition, presentItem } from '../presenters.js';
+import { etagConditionField, formatEtag, presentItem } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validation.js';
 import { API_PREFIX, jsonBody, requirePermission, SMALL_BODY_BYTES, type RouteDeps } from './common.js';
@@ -13,9 +12,7 @@ export function moveRoutes(deps: Pick<RouteDeps, 'clock'>): Router<AppState> {
   router.post(`${API_PREFIX}/move`, requirePermission('knowledge:write'), jsonBody(SMALL_BODY_BYTES), async (ctx) => {
     validateQuery.none(ctx.query);
     const body = validateBody.move(ctx.request.body);
-    // The same reading as an If-Match header: quoted or not, weak or strong, `*`, or a list.
-    const ifMatch = body.ifMatch === undefined ? undefined : parseEtagCondition(body.ifMatch);
-    if (body.ifMatch !== undefined && ifMatch === undefined) throw new InvalidInput({ reason: 'ifMatch must be an ETag' });
+    const ifMatch = etagConditionField(body.ifMatch, 'ifMatch');
     const { actor, repo } = ctx.state;
     const { item } = await moveItem({ repo, actor, from: body.from, to: body.to, ifMatch, message: body.message, clock: deps.clock });
     ctx.set('ETag', formatEtag(item.etag));
