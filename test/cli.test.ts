@@ -485,6 +485,8 @@ describe('cli (knowledge-store as a child process)', function () {
       const cases: Array<{ args: string[]; exit: number; code: string; error: RegExp }> = [
         { args: ['key', 'list', '--org', 'acme', '--data-dir', D, '--json', '--bogus'], exit: 2, code: 'USAGE_ERROR', error: /^unknown option '--bogus'$/ },
         { args: ['org', 'create', '--json', '--data-dir', D], exit: 2, code: 'USAGE_ERROR', error: /missing required argument 'orgId'/ },
+        { args: ['search', 'x', '--org', 'acme', '--role', 'bogus', '--data-dir', D, '--json'], exit: 2, code: 'USAGE_ERROR', error: /--role <role>' argument 'bogus' is invalid/ },
+        { args: ['search', 'x', '--org', 'acme', '--limit', '0', '--data-dir', D, '--json'], exit: 2, code: 'USAGE_ERROR', error: /must be an integer from 1 to 100/ },
         { args: ['key', 'list', '--org', 'nope', '--data-dir', D, '--json'], exit: 1, code: 'ORG_NOT_FOUND', error: /nope/ },
         { args: ['org', 'create', 'acme', '--data-dir', D, '--json'], exit: 1, code: 'ORG_EXISTS', error: /already exists/ },
       ];

@@ -1,3 +1,4 @@
+import { packageVersion } from '../common/packageInfo.js';
 import type { Logger } from '../common/log.js';
 import { systemClock, type Clock } from '../common/clock.js';
 import { createApp } from '../http/app.js';
@@ -37,7 +38,7 @@ export async function startServer(args: {
   metrics?.readFrom(store.orgs);
   let http;
   try {
-    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()) });
+    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion() });
     http = await listen({ handler: app.callback(), host: config.host, port: config.port });
   } catch (err) {
     await store.close();

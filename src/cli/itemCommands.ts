@@ -1,10 +1,13 @@
 import { readFile } from 'node:fs/promises';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import type { VersionView } from '../domain/versionView.js';
-import type { KnowledgeItem } from '../http/presenters.js';
+import type { KnowledgeItem, presentSearchResult } from '../http/presenters.js';
+import { MAX_LIST_LIMIT } from '../domain/items.js';
+import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT } from '../domain/search.js';
+import { DEFAULTS } from '../app/config.js';
 import { createApiClient, itemUrlPath, type ApiClient } from './apiClient.js';
 import { UsageError } from './errors.js';
-import { jsonOption, print, type Printing } from './output.js';
+import { intIn, jsonOption, print, searchLines, type Printing } from './output.js';
 
 /**
  * `knowledge-store item ls|get|put|rm|history|search`: the items of a running server, through its HTTP
@@ -16,7 +19,7 @@ interface Target extends Printing {
   key?: string;
 }
 
-export const DEFAULT_URL = 'http://127.0.0.1:3000';
+const DEFAULT_URL = `http://${DEFAULTS.host}:${DEFAULTS.port}`;
 
 /** The options every item command takes; commander reads the environment variables itself. */
 function withTarget(cmd: Command): Command {
@@ -31,20 +34,9 @@ function client(opts: Target): ApiClient {
   return createApiClient({ url: opts.url, key: opts.key });
 }
 
-/** An integer in [min, max] for an option; anything else is commander's usage error (exit 2). */
-const intIn = (min: number, max: number) => (value: string): number => {
-  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new InvalidArgumentError(`must be an integer from ${min} to ${max}`);
-  return Number(value);
-};
-
 type ItemWithEtag = KnowledgeItem & { etag: string | null };
 
-interface SearchHit {
-  path: string;
-  score: number;
-  snippet: string;
-  item: KnowledgeItem;
-}
+type SearchHit = ReturnType<typeof presentSearchResult>;
 
 /** All of stdin, as text (the content of `item put` without --file). */
 async function readStdin(): Promise<string> {
@@ -58,7 +50,7 @@ export function addItemCommands(program: Command): void {
 
   withTarget(item.command('ls').description('list the items the key may read, sorted by path (every page)'))
     .option('--prefix <folder/>', 'only items under this folder')
-    .addOption(new Option('--page-size <n>', 'items per request, 1 to 1000').argParser(intIn(1, 1000)).default(1000))
+    .addOption(new Option('--page-size <n>', `items per request, 1 to ${MAX_LIST_LIMIT}`).argParser(intIn(1, MAX_LIST_LIMIT)).default(MAX_LIST_LIMIT))
     .action(async (opts: Target & { prefix?: string; pageSize: number }) => {
       const api = client(opts);
       const items: KnowledgeItem[] = [];
@@ -115,13 +107,12 @@ export function addItemCommands(program: Command): void {
 
   withTarget(item.command('search <q>').description('full-text search of the items the key may read, best first'))
     .option('--prefix <folder/>', 'only items under this folder')
-    .addOption(new Option('--limit <n>', 'results, 1 to 100').argParser(intIn(1, 100)).default(20))
+    .addOption(new Option('--limit <n>', `results, 1 to ${MAX_SEARCH_LIMIT}`).argParser(intIn(1, MAX_SEARCH_LIMIT)).default(DEFAULT_SEARCH_LIMIT))
     .action(async (q: string, opts: Target & { prefix?: string; limit: number }) => {
       const { data } = await client(opts).call<{ results: SearchHit[] }>({
         path: '/search',
         query: { q, prefix: opts.prefix, limit: String(opts.limit) },
       });
-      const text = data.results.map((r) => `${r.path}\t${r.score.toFixed(3)}\t${r.snippet.replace(/\s+/g, ' ')}`).join('\n');
-      print(opts, text || 'No items match.', data.results);
+      print(opts, searchLines(data.results), data.results);
     });
 }

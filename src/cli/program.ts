@@ -10,10 +10,10 @@ import { STORE_RULES } from '../domain/integrity.js';
 import { createKey, listKeys, revokeKey } from '../domain/keys.js';
 import { importOrganization } from '../domain/orgImport.js';
 import { createOrganization, validateOrgId } from '../domain/orgs.js';
-import { isRole } from '../domain/permissions.js';
-import { searchItems } from '../domain/search.js';
+import { ROLES, type Role } from '../domain/permissions.js';
+import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, searchItems } from '../domain/search.js';
 import { addItemCommands } from './itemCommands.js';
-import { jsonOption, print } from './output.js';
+import { intIn, jsonOption, print, searchLines } from './output.js';
 import { createProgress, silentProgress, type Progress } from './progress.js';
 
 /**
@@ -240,13 +240,12 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .command('search <q>')
     .description('search an organization as a role would (only while no server runs: the server answers GET /api/v1/knowledge/search)')
     .requiredOption('--org <orgId>', 'organization')
-    .option('--role <role>', 'search as this role sees: reader, writer or admin', 'admin')
+    .addOption(new Option('--role <role>', 'search as this role sees').choices(Object.keys(ROLES)).default('admin'))
     .option('--prefix <folder/>', 'only items under this folder')
-    .option('--limit <n>', 'results, 1 to 100', '20')
+    .addOption(new Option('--limit <n>', `results, 1 to ${MAX_SEARCH_LIMIT}`).argParser(intIn(1, MAX_SEARCH_LIMIT)).default(DEFAULT_SEARCH_LIMIT))
     .addOption(dataDirOption())
     .addOption(jsonOption())
-    .action(async (q: string, opts: Common & { org: string; role: string; prefix?: string; limit: string }) => {
-      if (!isRole(opts.role)) throw new Error(`--role must be reader, writer or admin (got "${opts.role}")`);
+    .action(async (q: string, opts: Common & { org: string; role: Role; prefix?: string; limit: number }) => {
       const orgId = validateOrgId(opts.org);
       const progress = createProgress();
       const store = await ownedStores(opts, progress);
@@ -258,9 +257,9 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
         const repo = await store.orgs.get(orgId);
         if (!repo) throw new OrgNotFound({ orgId });
         const actor = { keyId: 'cli', keyName: 'cli', orgId, role: opts.role };
-        const { results } = await searchItems({ repo, actor, q, prefix: opts.prefix, limit: Number(opts.limit) });
-        const text = results.map((r) => `${r.record.path}\t${r.score.toFixed(3)}\t${r.snippet.replace(/\s+/g, ' ')}`).join('\n');
-        print(opts, text || 'No items match.', results.map((r) => ({ path: r.record.path, score: r.score, snippet: r.snippet })));
+        const { results } = await searchItems({ repo, actor, q, prefix: opts.prefix, limit: opts.limit });
+        const hits = results.map((r) => ({ path: r.record.path, score: r.score, snippet: r.snippet }));
+        print(opts, searchLines(hits), hits);
       } finally {
         await store.close();
       }

@@ -5,12 +5,18 @@ import { InvalidInput, PreconditionFailed } from './errors.js';
 import { getItem, putItem, tagMatches, type ItemView, type TagCondition } from './items.js';
 import type { Actor } from './keys.js';
 
-/** Where `needle` starts in `text`, overlapping matches included ("aa" is twice in "aaa": which one is meant is unclear). */
-export function occurrences(text: string, needle: string): number[] {
+/**
+ * Where `needle` starts in `text`, overlapping matches included ("aa" is twice in "aaa": which one is
+ * meant is unclear), up to `atMost` of them: a refusal needs only the count, not every position.
+ */
+function occurrences(text: string, needle: string, atMost: number): number[] {
   const found: number[] = [];
-  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) found.push(at);
+  for (let at = text.indexOf(needle); at !== -1 && found.length < atMost; at = text.indexOf(needle, at + 1)) found.push(at);
   return found;
 }
+
+/** How many occurrences an error reports exactly; beyond, "more than" this. */
+const COUNTED = 100;
 
 /**
  * Replaces exactly one occurrence of `oldText` in the item's content with `newText`:
@@ -37,11 +43,12 @@ export async function editItem(args: {
   const path = current.record.path;
   if (args.ifMatch !== undefined && !tagMatches(args.ifMatch, current.etag)) throw new PreconditionFailed({ path, reason: 'changed' });
   const content = current.content ?? '';
-  const found = occurrences(content, oldText);
+  const found = occurrences(content, oldText, COUNTED + 1);
   if (found.length === 0) throw new InvalidInput({ reason: `the text to replace was not found in ${path}` });
   if (found.length > 1) {
+    const times = found.length > COUNTED ? `more than ${COUNTED}` : String(found.length);
     throw new InvalidInput({
-      reason: `the text to replace occurs ${found.length} times in ${path}; include more of the surrounding text so that it occurs exactly once`,
+      reason: `the text to replace occurs ${times} times in ${path}; include more of the surrounding text so that it occurs exactly once`,
     });
   }
   const at = found[0] as number;

@@ -2,7 +2,6 @@ import Koa from 'koa';
 import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
 import { silentMetrics, type Metrics, type MetricsAccess } from '../common/metrics.js';
-import { packageVersion } from '../common/packageInfo.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
 import { requireApiKey } from './middleware/auth.js';
@@ -56,6 +55,8 @@ export interface AppDeps {
   clock?: Clock;
   /** Where the built dashboard lives (dist/dashboard of this package unless given). */
   dashboardDir?: string;
+  /** The version the MCP server reports (this package's, read by app/). */
+  version: string;
 }
 
 /**
@@ -84,7 +85,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     router.use(routes(routeDeps).routes());
   }
   router.use(metricsRoutes({ access: config.metrics, exposition: deps.metricsExposition }).routes());
-  router.use(mcpRoutes({ ...routeDeps, version: packageVersion() }).routes());
+  router.use(mcpRoutes({ ...routeDeps, version: deps.version }).routes());
   const mcp = checkOrigin(config.allowedOrigins);
 
   app.use(requestContext(deps.logger, (r) => metrics.request(r)));
@@ -103,7 +104,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(async (ctx, next) => {
     await next();
     if (ctx.method === 'OPTIONS' && ctx.status === 200 && !ctx.body) {
-      ctx.body = { success: true, data: { allow: ctx.response.get('Allow').split(/,\s*/).filter(Boolean) } };
+      ctx.body = { success: true, data: { allow: allowed(ctx) } };
     }
   });
   // A known route asked with a method it does not answer: 405 with `Allow` (RFC 9110 §15.5.6). The router
@@ -112,9 +113,14 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(async (ctx, next) => {
     await next();
     if (ctx.status === 405 || ctx.status === 501) {
-      throw new MethodNotAllowed({ allow: ctx.response.get('Allow').split(/,\s*/).filter(Boolean) });
+      throw new MethodNotAllowed({ allow: allowed(ctx) });
     }
   });
   app.use(router.allowedMethods());
   return app;
+}
+
+/** The methods the router found for the path, as it set them in `Allow`. */
+function allowed(ctx: Koa.Context): string[] {
+  return ctx.response.get('Allow').split(/,\s*/).filter(Boolean);
 }

@@ -164,6 +164,8 @@ describe('MCP: POST /mcp with the SDK client over real HTTP', function () {
     const edited = await ok(writer, 'edit', { path: 'agents/edit.md', old_text: 'alpha gamma', new_text: 'omega', message: 'Fix the ending' });
     expect(edited.commitId).to.match(/^[0-9a-f]{40}$/);
     expect(((await ok(reader, 'read', { path: 'agents/edit.md' })).item as Data).content).to.equal('alpha beta omega');
+    await ok(writer, 'write', { path: 'agents/many.md', content: 'x '.repeat(5000) });
+    await refusedNoCommit(server, writer, 'edit', { path: 'agents/many.md', old_text: 'x', new_text: 'y' }, /^the text to replace occurs more than 100 times in agents\/many\.md;/);
     // Overlapping matches count: "aa" is twice in "aaa".
     await ok(writer, 'write', { path: 'agents/overlap.md', content: 'aaa' });
     await refusedNoCommit(server, writer, 'edit', { path: 'agents/overlap.md', old_text: 'aa', new_text: 'b' }, /occurs 2 times/);
