@@ -10,19 +10,20 @@ export interface TreeChange {
 }
 
 /**
- * `replace`: an earlier change of the same `apply` put the other kind of entry at this name (a file
- * removed, then a folder made there, or the reverse: one commit of several items, POST /commits), so
- * whatever the base tree holds at this name goes.
+ * `replacing`: the earlier changes of the same `apply` at this name, of the other kind (a file
+ * removed, then a folder made there, or a folder emptied, then a file put there: one commit of several
+ * items, POST /commits). The name may change kind only where those changes empty it in the base tree;
+ * anything else at it is refused, never dropped.
  */
 interface Dir {
   kind: 'dir';
   children: Map<string, Dir | Leaf>;
-  replace?: boolean;
+  replacing?: Leaf;
 }
 interface Leaf {
   kind: 'leaf';
   oid: string | null;
-  replace?: boolean;
+  replacing?: Dir;
 }
 
 export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
@@ -63,14 +64,14 @@ export class TreeEditor {
       for (const part of parts.slice(0, -1)) {
         let next = dir.children.get(part);
         if (!next || next.kind !== 'dir') {
-          next = { kind: 'dir', children: new Map(), ...(next ? { replace: true } : {}) };
+          next = { kind: 'dir', children: new Map(), ...(next ? { replacing: next } : {}) };
           dir.children.set(part, next);
         }
         dir = next;
       }
       const name = parts[parts.length - 1] as string;
       const earlier = dir.children.get(name);
-      dir.children.set(name, { kind: 'leaf', oid: change.oid, ...(earlier?.kind === 'dir' ? { replace: true } : {}) });
+      dir.children.set(name, { kind: 'leaf', oid: change.oid, ...(earlier?.kind === 'dir' ? { replacing: earlier } : {}) });
     }
     return (await this.rewrite(root, top, stager, '')) ?? this.write([], stager);
   }
@@ -84,10 +85,15 @@ export class TreeEditor {
       const existing = at === -1 ? undefined : entries[at];
       let next: TreeEntry | null;
       if (change.kind === 'leaf') {
-        if (existing && existing.type !== 'blob' && !change.replace) throw new Error(`cannot place a file at ${where}${name}: it is a folder`);
+        if (existing && existing.type !== 'blob') {
+          // Only a folder the same apply empties: its rewrite by those changes leaves nothing.
+          const emptied = change.replacing !== undefined && (await this.rewrite(existing.oid, change.replacing, stager, `${where}${name}/`)) === null;
+          if (!emptied) throw new Error(`cannot place a file at ${where}${name}: it is a folder`);
+        }
         next = change.oid === null ? null : { mode: '100644', path: name, oid: change.oid, type: 'blob' };
       } else {
-        if (existing && existing.type !== 'tree' && !change.replace) throw new Error(`cannot use ${where}${name} as a folder: it is a file`);
+        // Only a file the same apply removes.
+        if (existing && existing.type !== 'tree' && change.replacing?.oid !== null) throw new Error(`cannot use ${where}${name} as a folder: it is a file`);
         const sub = await this.rewrite(existing?.type === 'tree' ? existing.oid : null, change, stager, `${where}${name}/`);
         next = sub === null ? null : { mode: '040000', path: name, oid: sub, type: 'tree' };
       }

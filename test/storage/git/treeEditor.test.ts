@@ -191,6 +191,19 @@ describe('storage/treeEditor (memfs)', () => {
       expect((await lookup(fs, GITDIR, result.root, 'top.md/n.md'))?.oid).to.equal(oid);
     });
 
+    it('in one apply, still refuses to drop what the earlier changes did not empty: a file not removed, a folder with other files', async () => {
+      const { 'n.md': oid } = await blobs({ 'n.md': 'new' });
+      const editor = new TreeEditor(reader());
+      let error: unknown;
+      // top.md rewritten (not removed), then a folder top.md/: the file would be lost.
+      await editor.apply(root, [{ path: 'top.md', oid: oid as string }, { path: 'top.md/n.md', oid: oid as string }], new ObjectStager()).catch((e: unknown) => (error = e));
+      expect(String(error)).to.match(/cannot use top\.md as a folder: it is a file/);
+      error = undefined;
+      // One file of folder a/ removed, then a file a: the folder's other files would be lost.
+      await editor.apply(root, [{ path: 'a/e/z.md', oid: null }, { path: 'a', oid: oid as string }], new ObjectStager()).catch((e: unknown) => (error = e));
+      expect(String(error)).to.match(/cannot place a file at a: it is a folder/);
+    });
+
     it('remembers the trees it wrote: a second change to the same folders reads nothing', async () => {
       const editor = new TreeEditor(reader());
       const oids = await blobs({ 'a/b/c/x.md': 'v2', 'a/b/c/x2.md': 'v3' });
