@@ -91,7 +91,10 @@ export class SearchDb {
       db.exec('PRAGMA synchronous = OFF; PRAGMA cache_size = -16384;');
       db.exec(SCHEMA);
       const format = SearchDb.metaOf(db, 'format');
-      if (format !== null && format !== FORMAT) throw new Error(`search index format ${format}, expected ${FORMAT}`);
+      // Format 1 lacked only the index of paths, which its items table holds: filled in place, not rebuilt
+      // (a rebuild reads every item again: 18-24 s at 50,000 items of 2 KB).
+      if (format === '1') db.exec('DELETE FROM paths; INSERT INTO paths (rowid, path) SELECT id, path FROM items;');
+      else if (format !== null && format !== FORMAT) throw new Error(`search index format ${format}, expected ${FORMAT}`);
       const clean = SearchDb.metaOf(db, 'clean');
       db.run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?), (?, ?)', ['format', FORMAT, 'clean', '0']);
       // A new file is clean; an old one is clean only if it says so.

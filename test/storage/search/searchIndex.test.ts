@@ -145,6 +145,26 @@ describe('storage/search: the index beside the repository', function () {
     expect(logged.some((l) => l.msg === 'search index unreadable; starting it afresh')).to.equal(true);
   });
 
+  it('a format 1 index (no index of paths) gets its paths filled in place, not rebuilt; path matches still rank first', async () => {
+    const first = open();
+    await put(first, 'plum/notes.md', 'nothing here');
+    await put(first, 'c/y.md', 'a plum tart');
+    await first.closeAll();
+    const db = rawDb();
+    db.run("UPDATE meta SET value = '1' WHERE key = 'format'");
+    db.run('DELETE FROM paths');
+    db.close();
+    logged = [];
+    const again = open();
+    const ranked = (await searchItems({ repo: await repoOf(again), actor: ADMIN, q: 'plum', limit: 10 })).results.map((r) => r.record.path);
+    expect(ranked, 'the path match first: the index of paths was filled').to.deep.equal(['plum/notes.md', 'c/y.md']);
+    expect(logged.some((l) => l.msg === 'search index unreadable; starting it afresh' || l.msg === 'search index caught up')).to.equal(false);
+    await again.closeAll();
+    const check = rawDb();
+    expect(check.get("SELECT value FROM meta WHERE key = 'format'")?.value).to.equal('2');
+    check.close();
+  });
+
   it('a file not closed cleanly is checked at open, and rebuilt when damaged', async () => {
     const first = open();
     for (let i = 0; i < 40; i++) await put(first, `g/i${i}.md`, `nectarine ${'pulp '.repeat(200)}${i}`);
