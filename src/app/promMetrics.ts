@@ -67,7 +67,7 @@ export class PromMetrics implements Metrics {
     this.requestSeconds.observe({ method: r.method, route: r.route }, r.seconds);
   }
 
-  groupCommit(c: { commits: number; fsyncSeconds: number; seconds: number }): void {
+  groupCommit(c: { commits: number; fsyncSeconds: number }): void {
     this.commits.inc(c.commits);
     this.groupCommits.observe(c.commits);
     this.fsyncSeconds.observe(c.fsyncSeconds);

@@ -7,7 +7,7 @@ export interface Metrics {
   /** One answered HTTP request; `route` is the router's pattern, never the raw path. */
   request(r: { method: string; route: string; status: number; seconds: number }): void;
   /** One group commit made durable and published: how many commits it held, how long its fsyncs took. */
-  groupCommit(c: { commits: number; fsyncSeconds: number; seconds: number }): void;
+  groupCommit(c: { commits: number; fsyncSeconds: number }): void;
   /** One repack of a repository with C git. */
   repack(r: { seconds: number; ok: boolean }): void;
   /** One search query answered. */

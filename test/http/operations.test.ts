@@ -240,6 +240,14 @@ describe('operations: GET /metrics', () => {
       expect((await api(`${server.url}${ITEMS}/secret-project/n1.md`, { key: writer })).status).to.equal(200);
       expect((await api(`${server.url}${ITEMS}/secret-project/none.md`, { key: writer })).status).to.equal(404);
       expect((await api(`${server.url}${LIST}/search?q=note`, { key: writer })).status).to.equal(200);
+      // A search through MCP is a search too: timed where the index answers, whoever asked.
+      const viaMcp = await fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${writer}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { query: 'note' } } }),
+      });
+      expect(viaMcp.status).to.equal(200);
+      expect(((await viaMcp.json()) as { result: { isError?: boolean } }).result.isError).to.not.equal(true);
       const res = await scrape(server);
       expect(res.status).to.equal(200);
       expect(res.type).to.match(/^text\/plain; version=0\.0\.4/);
@@ -256,7 +264,7 @@ describe('operations: GET /metrics', () => {
       expect(sample(text, 'knowledge_group_commit_fsync_seconds_sum')).to.be.above(0);
       expect(sample(text, 'knowledge_write_queue_depth')).to.equal(0);
       expect(sample(text, 'knowledge_open_organizations')).to.equal(1);
-      expect(sample(text, 'knowledge_search_duration_seconds_count')).to.equal(1);
+      expect(sample(text, 'knowledge_search_duration_seconds_count')).to.equal(2);
       expect(sample(text, 'process_cpu_seconds_total')).to.be.a('number');
       // Labels are patterns: no item path, query or key reaches a scrape.
       expect(text).not.to.include('secret-project');

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware, ParameterizedContext } from 'koa';
 import type { Logger } from '../../common/log.js';
+import { secondsSince } from '../../common/metrics.js';
 import { standardHeaders } from '../headers.js';
 import type { AppState } from '../state.js';
 
@@ -46,7 +47,7 @@ export function requestContext(logger: Logger, observe: (record: RequestRecord) 
     try {
       await next();
     } finally {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const seconds = secondsSince(started);
       const record: RequestRecord = { method: ctx.method, route: routeOf(ctx), status: ctx.status, seconds };
       observe(record);
       logger.info('request', {

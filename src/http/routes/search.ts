@@ -3,19 +3,16 @@ import { searchItems } from '../../domain/search.js';
 import { presentSearchResult } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateQuery } from '../validation.js';
-import { secondsSince } from '../../common/metrics.js';
-import { API_PREFIX, type RouteDeps } from './common.js';
+import { API_PREFIX } from './common.js';
 
 /** Full-text search over paths and contents, as the calling role may read them (every role may ask). */
-export function searchRoutes(deps: Pick<RouteDeps, 'metrics'>): Router<AppState> {
+export function searchRoutes(): Router<AppState> {
   const router = new Router<AppState>();
 
   router.get(`${API_PREFIX}/search`, async (ctx) => {
     const query = validateQuery.search(ctx.query);
     const { actor, repo } = ctx.state;
-    const started = process.hrtime.bigint();
     const { results, nextCursor } = await searchItems({ repo, actor, ...query });
-    deps.metrics.search({ seconds: secondsSince(started) });
     ctx.body = { success: true, data: { results: results.map((r) => presentSearchResult(actor.orgId, r)), nextCursor } };
   });
 

@@ -105,7 +105,7 @@ export class OrgStore {
     const { search } = this.options;
     if (search) {
       try {
-        repo.attachSearch(await SearchIndex.open({ file: `${gitdir}/${SEARCH_FILE}`, source: repo, logger, orgId, ...search }));
+        repo.attachSearch(await SearchIndex.open({ file: `${gitdir}/${SEARCH_FILE}`, source: repo, logger, orgId, metrics: this.options.metrics, ...search }));
       } catch (err) {
         await repo.close();
         throw err;

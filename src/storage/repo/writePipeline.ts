@@ -226,7 +226,6 @@ export class WritePipeline {
     let published: PublishedBatch | null = null;
     if (built.head !== built.parent && built.head !== null && built.root !== null) {
       const { head, root } = built;
-      const started = process.hrtime.bigint();
       let syncStarted: bigint | undefined;
       let fsyncSeconds: number;
       let flushed: PublishedBatch['flushed'];
@@ -261,7 +260,7 @@ export class WritePipeline {
         for (const o of outcomes) o.pending.reject(o.error === undefined ? error : o.error);
         return false;
       }
-      this.deps.metrics.groupCommit({ commits: built.commits.length, fsyncSeconds, seconds: secondsSince(started) });
+      this.deps.metrics.groupCommit({ commits: built.commits.length, fsyncSeconds });
       this.deps.advance({ overlay: built.overlay, head, root });
       published = { parent: built.parent, head, root, commits: built.commits, written: built.written, flushed };
       await this.deps.views.notify(published, staged);

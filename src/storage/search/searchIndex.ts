@@ -1,3 +1,4 @@
+import { secondsSince, silentMetrics, type Metrics } from '../../common/metrics.js';
 import type { Logger } from '../../common/log.js';
 import type { DerivedView, PublishedBatch, StagedView, StagingBatch } from '../repo/derivedViews.js';
 import type { IndexEntry, IndexView } from '../repo/itemIndex.js';
@@ -87,6 +88,7 @@ export class SearchIndex implements DerivedView {
     private readonly logger: Logger,
     private readonly orgId: string,
     private readonly progressEvery: number,
+    private readonly metrics: Metrics,
   ) {}
 
   static async open(args: {
@@ -97,6 +99,8 @@ export class SearchIndex implements DerivedView {
     orgId: string;
     /** A progress line every this many items while building (PROGRESS_EVERY unless given). */
     progressEvery?: number;
+    /** Told the time of each query, whoever asks (the API, MCP, the CLI). */
+    metrics?: Metrics;
   }): Promise<SearchIndex> {
     const { file, logger, orgId } = args;
     let db = SearchDb.open(file, logger);
@@ -106,7 +110,7 @@ export class SearchIndex implements DerivedView {
       SearchDb.remove(file);
       db = SearchDb.open(file, logger);
     }
-    const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY);
+    const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY, args.metrics ?? silentMetrics);
     index.indexed = db.indexed();
     if (db.head !== args.source.headCommit || !db.closedCleanly) await index.catchUp();
     return index;
@@ -286,6 +290,7 @@ export class SearchIndex implements DerivedView {
   async search(args: { terms: SearchTerms; needs: readonly number[]; prefix?: string; limit: number; offset: number }): Promise<SearchHit[]> {
     // The loop's last check and the reads below run with nothing awaited in between: no staged
     // transaction is open while the query reads.
+    const started = process.hrtime.bigint();
     while (this.gate.closed || this.stale) {
       if (this.gate.closed) await this.gate.idle();
       else await this.catchUp();
@@ -306,6 +311,7 @@ export class SearchIndex implements DerivedView {
       if (!entry || entry.record.deletedAt !== null) continue;
       hits.push({ entry, score: Math.round(row.score * 1e6) / 1e6, snippet: clip(this.db.snippet(match, row.id)) });
     }
+    this.metrics.search({ seconds: secondsSince(started) });
     return hits;
   }
 
