@@ -7,7 +7,7 @@ const SLOW = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 const BATCH = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 /** What a gauge reads when /metrics is scraped (the stores' own counts, never a copy kept in step). */
-export interface MetricsSources {
+interface MetricsSources {
   stats(): { openOrganizations: number; queuedWrites: number };
 }
 

@@ -5,14 +5,14 @@ import { ApiError, ConnectionFailed, UsageError } from './errors.js';
  * the `{success, data | error}` envelope unwrapped. A refusal becomes an ApiError with the server's own
  * message; nothing answering becomes ConnectionFailed naming the URL it tried.
  */
-export interface ApiClientOptions {
+interface ApiClientOptions {
   /** The server's base URL, e.g. http://127.0.0.1:3000 (a trailing slash is ignored). */
   url: string;
   key: string;
   fetch?: typeof fetch;
 }
 
-export interface ApiCall {
+interface ApiCall {
   method?: 'GET' | 'PUT' | 'DELETE' | 'POST';
   /** Below /api/v1/knowledge: '' (the list), '/items/docs/a.md', '/search'... */
   path: string;
@@ -21,7 +21,7 @@ export interface ApiCall {
   headers?: Record<string, string>;
 }
 
-export interface ApiAnswer<T> {
+interface ApiAnswer<T> {
   status: number;
   etag: string | null;
   data: T;

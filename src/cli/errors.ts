@@ -8,7 +8,7 @@ import { ImportRefused } from '../domain/orgImport.js';
  * command or option, a missing argument, a bad option value: the command never ran), exit 1 for a
  * failure of the work itself. These codes belong to the CLI alone: the HTTP error table never sees them.
  */
-export type CliErrorCode =
+type CliErrorCode =
   /** The command line is wrong: exit 2. */
   | 'USAGE_ERROR'
   /** The server answered with an error (its `error` message is ours). */
@@ -48,7 +48,7 @@ export class ConnectionFailed extends CliError<{ url: string }> {
 }
 
 /** What a failure shows: the line on stderr (or the JSON object, with --json) and the exit code. */
-export interface FailureReport {
+interface FailureReport {
   exitCode: 1 | 2;
   /** Shown as `knowledge-store: <message>`, or as `error` in JSON. */
   message: string;

@@ -9,7 +9,7 @@ import type { Actor } from './keys.js';
 import { checkMove, planMove, type CheckedMove } from './moves.js';
 
 /** Operations one `POST /commits` may carry. */
-export const MAX_OPERATIONS = 1000;
+const MAX_OPERATIONS = 1000;
 
 /** One operation as asked for (ETag conditions already parsed). */
 export type Operation =
@@ -60,9 +60,8 @@ export async function commitOperations(args: {
   checkPathsOnce(checked);
 
   /** Per operation: the index of its intent in the commit, or the item a put left as it was. */
-  const outcome: Array<{ intent: number } | { unchanged: IndexEntry } | null> = [];
+  const outcome: Array<{ intent: number } | { unchanged: IndexEntry }> = [];
   const result = await repo.write((v) => {
-    outcome.length = 0;
     const scratch = v.scratch();
     const intents: ItemIntent[] = [];
     const when = clock();
@@ -87,10 +86,11 @@ export async function commitOperations(args: {
   const items = checked.map((c, index): OperationResult => {
     if (c.op === 'delete') return { op: 'delete', path: c.path, deleted: true };
     const o = outcome[index];
-    const entry = o && 'intent' in o ? result.entries?.[o.intent] : o?.unchanged;
+    const changed = o !== undefined && 'intent' in o;
+    const entry = changed ? result.entries?.[o.intent] : o?.unchanged;
     if (!entry) throw new Error(`operation ${index} finished without an entry`);
     const item: ItemView = { record: entry.record, etag: versionTag(entry) };
-    return c.op === 'move' ? { op: 'move', item } : { op: 'put', item, changed: o !== undefined && o !== null && 'intent' in o };
+    return c.op === 'move' ? { op: 'move', item } : { op: 'put', item, changed };
   });
   return { commitId: result.commitId, items };
 }

@@ -109,7 +109,7 @@ const pathBody = {
   properties: { path: { type: 'string' } },
 } as const;
 
-export interface MoveBody {
+interface MoveBody {
   from: string;
   to: string;
   ifMatch?: string;
@@ -171,7 +171,7 @@ const moveOperation = {
   properties: { op: { const: 'move' }, from: { type: 'string' }, to: { type: 'string' }, ifMatch: ifMatchField },
 } as const;
 
-export interface CommitBody {
+interface CommitBody {
   message?: string;
   operations: Array<{ op: 'put' | 'delete' | 'move' }>;
 }

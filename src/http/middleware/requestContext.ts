@@ -21,13 +21,13 @@ export function requestIdOf(incoming: string | undefined): string {
  * The route a request matched, as the router wrote it (`/api/v1/knowledge/items/*path`), never the raw path:
  * what logs group by and metrics label with, with no item path, id or key in it. Unmatched: `(none)`.
  */
-export function routeOf(ctx: ParameterizedContext<AppState>): string {
+function routeOf(ctx: ParameterizedContext<AppState>): string {
   const matched = (ctx as { _matchedRoute?: unknown })._matchedRoute;
   return typeof matched === 'string' ? matched : '(none)';
 }
 
 /** What the access log and request metrics are told about each request once it is answered. */
-export interface RequestRecord {
+interface RequestRecord {
   method: string;
   route: string;
   status: number;

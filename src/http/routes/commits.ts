@@ -12,7 +12,7 @@ import { API_PREFIX, jsonBody, requirePermission, type RouteDeps } from './commo
  * content limit each would be a gigabyte held in memory; eight contents' worth (8 MiB by default) holds
  * a thousand small notes or a few large ones, and is refused with 413 before it is read whole.
  */
-export const COMMIT_BODY_CONTENTS = 8;
+const COMMIT_BODY_CONTENTS = 8;
 
 /** `POST /commits {message?, operations}`: several item changes, all-or-nothing, as one commit. */
 export function commitRoutes(deps: Pick<RouteDeps, 'clock' | 'maxContentBytes'>): Router<AppState> {

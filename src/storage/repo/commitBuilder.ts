@@ -124,7 +124,7 @@ function severalItemChanges(
  * intents (a put, then a move of it) is one group: created if its first change created it, else
  * moved (from where it was before the commit) if any change moved it, else its last action.
  */
-export function commitTrailers(items: readonly ItemIntent[]): ItemTrailers[] {
+function commitTrailers(items: readonly ItemIntent[]): ItemTrailers[] {
   const byId = new Map<string, ItemTrailers>();
   for (const item of items) {
     const seen = byId.get(item.record.id);

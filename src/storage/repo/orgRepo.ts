@@ -17,7 +17,7 @@ import type { SearchIndex } from '../search/searchIndex.js';
 import { WritePipeline, type CommittedState, type Transaction, type WriteResult } from './writePipeline.js';
 
 export type { CommitIntent, FolderRuleIntent, ItemIntent, WriteIntent } from './commitBuilder.js';
-export type { RepoView, ScratchView, Transaction, WriteResult } from './writePipeline.js';
+export type { RepoView, Transaction, WriteResult } from './writePipeline.js';
 
 /** An item as it was at some commit: its record and where its content was. */
 export interface ItemAtCommit {
