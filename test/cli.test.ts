@@ -313,10 +313,11 @@ describe('cli (knowledge-store as a child process)', function () {
       expect(await ok(['search', 'turnip', '--org', 'acme', '--data-dir', D])).to.equal('No items match.\n');
     });
 
-    it('refuses bad input with the same messages as the API, and an unknown role or organization', async () => {
+    it('refuses bad input: a bad query with the API message, a bad role or limit as a usage error, an unknown organization', async () => {
       await fails(['search', '"potato', '--org', 'acme', '--data-dir', D], /unclosed quote/);
-      await fails(['search', 'potato', '--org', 'acme', '--role', 'owner', '--data-dir', D], /--role must be reader, writer or admin/);
-      await fails(['search', 'potato', '--org', 'acme', '--limit', '0', '--data-dir', D], /limit must be 1 to 100/);
+      // Usage errors (exit 2): commander names the allowed values.
+      expect((await fails(['search', 'potato', '--org', 'acme', '--role', 'owner', '--data-dir', D], /Allowed choices are reader, writer, admin/)).code).to.equal(2);
+      expect((await fails(['search', 'potato', '--org', 'acme', '--limit', '0', '--data-dir', D], /must be an integer from 1 to 100/)).code).to.equal(2);
       await fails(['search', 'potato', '--org', 'nobody', '--data-dir', D], /nobody/);
     });
 
