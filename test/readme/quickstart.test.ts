@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { ensureBuilt, killAllChildren, ROOT, spawnServe, type ServeChild } from '../support/child.js';
 import { tmpDir } from '../support/tmp.js';
-import { codeBlocks, markedSection, README } from './readme.js';
+import { codeBlocks, markedSection, README } from '../support/readme.js';
 
 /**
  * Issue 16: the README's quick start is a script that works. Its sh blocks (between the quickstart

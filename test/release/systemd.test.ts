@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { codeBlocks, markedSection, README } from '../readme/readme.js';
+import { codeBlocks, markedSection, README } from '../support/readme.js';
 import { tmpDir } from '../support/tmp.js';
 
 const run = promisify(execFile);

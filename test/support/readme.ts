@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from '../support/child.js';
+import { ROOT } from './child.js';
 
 /** README.md as the tests read it: its code blocks, as fenced, in order. */
 export const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
