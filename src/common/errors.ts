@@ -32,6 +32,7 @@ export type ErrorCode =
   | 'METRICS_REFUSED'
   | 'METRICS_TOKEN_REQUIRED'
   | 'NOT_READY'
+  | 'PORT_IN_USE'
   // Storage
   | 'LOCK_TIMEOUT'
   | 'REF_CONFLICT'

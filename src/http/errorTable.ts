@@ -88,6 +88,7 @@ const TABLE: Record<ErrorCode, Row> = {
   // Refused at start or from the CLI, never in answer to a request; should one reach a client, it is ours.
   IMPORT_REFUSED: () => INTERNAL,
   DATA_DIR_IN_USE: () => INTERNAL,
+  PORT_IN_USE: () => INTERNAL,
   CORRUPT_STORE: () => INTERNAL,
 };
 

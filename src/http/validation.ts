@@ -88,9 +88,9 @@ const diffQuery = {
   properties: { from: { type: 'integer', minimum: 1 }, to: { type: 'integer', minimum: 1 } },
 } as const;
 
+// No `since` is a first call: the head to ask from next time, and no changes (as the MCP tool does).
 const changesQuery = {
   type: 'object',
-  required: ['since'],
   additionalProperties: false,
   properties: { since: { type: 'string', minLength: 1, maxLength: 64 } },
 } as const;
@@ -211,7 +211,7 @@ const validators = {
   noQuery: ajv.compile<Record<string, never>>(noQuery),
   getItemQuery: ajv.compile<GetItemQuery>(getItemQuery),
   diffQuery: ajv.compile<{ from: number; to: number }>(diffQuery),
-  changesQuery: ajv.compile<{ since: string }>(changesQuery),
+  changesQuery: ajv.compile<{ since?: string }>(changesQuery),
   searchQuery: ajv.compile<SearchQuery>(searchQuery),
 };
 
