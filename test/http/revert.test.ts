@@ -1,0 +1,329 @@
+import { expect } from 'chai';
+import { fsckStrict, git } from '../support/git.js';
+import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
+import { COMMIT, head, keyWithId, MALFORMED_BODIES, sendRaw, urlOf, versions } from './adminApi.js';
+import { del, expectError, get, itemOf, MSG, put, type Item } from './helpers.js';
+
+/** POST /revert: one new commit undoing one commit, or a key's changes since a time; conflicts reported, not overwritten. */
+
+interface Conflict {
+  path: string;
+  why: string;
+  current: { version: number; etag: string } | null;
+}
+interface Reverted {
+  commitId: string | null;
+  reverted: string[];
+  conflicts: Conflict[];
+}
+
+function revert(server: TestServer, key: string, body: unknown): Promise<ApiResponse> {
+  return api(urlOf(server, '/revert'), { method: 'POST', key, body });
+}
+
+async function ok(res: Promise<ApiResponse>): Promise<ApiResponse> {
+  const r = await res;
+  expect(r.status, JSON.stringify(r.body)).to.equal(200);
+  expect(r.body?.success).to.equal(true);
+  return r;
+}
+
+async function reverted(server: TestServer, key: string, body: unknown): Promise<Reverted> {
+  return (await ok(revert(server, key, body))).body?.data as unknown as Reverted;
+}
+
+/** The commit id of a write: main after it (each write here is one commit). */
+async function wrote(server: TestServer, send: Promise<ApiResponse>): Promise<string> {
+  await ok(send);
+  return head(server);
+}
+
+async function content(server: TestServer, key: string, path: string): Promise<string | undefined> {
+  const r = await get(server, key, path);
+  return r.status === 404 ? undefined : itemOf(r).content;
+}
+
+/** The refusal's status and message, and main exactly where it was. */
+async function refused(server: TestServer, key: string, body: unknown, status: number, message: string | RegExp): Promise<void> {
+  const before = await head(server);
+  expectError(await revert(server, key, body), status, message);
+  expect(await head(server), 'main after a refused revert').to.equal(before);
+}
+
+async function lastMessage(server: TestServer): Promise<string> {
+  return git(['log', '-1', '--format=%B', 'main'], { gitdir: server.gitdir() });
+}
+
+describe('HTTP revert: POST /revert', function () {
+  this.timeout(120_000);
+
+  let server: TestServer;
+  let admin: string;
+  let other: { secret: string; id: string; name: string };
+
+  before(async () => {
+    server = await startTestServer();
+    admin = server.adminKey;
+    other = await keyWithId(server, 'admin', 'Olga Other');
+  });
+
+  after(async () => {
+    if (server) await fsckStrict(server.gitdir());
+    await server?.close();
+  });
+
+  describe('of one commit', () => {
+    it('of an update: content and permissions come back, in one new commit that git log shows', async () => {
+      await ok(put(server, admin, 'r/update.md', { content: 'one\n' }));
+      const before = itemOf(await get(server, admin, 'r/update.md'));
+      const target = await wrote(server, put(server, admin, 'r/update.md', { content: 'two\n', requiredReadPermission: 'knowledge:admin' }));
+      const res = await reverted(server, admin, { commitId: target });
+      expect(res.commitId).to.match(COMMIT);
+      expect(res.commitId).to.equal(await head(server));
+      expect(res.reverted).to.deep.equal(['r/update.md']);
+      expect(res.conflicts).to.deep.equal([]);
+      const after = itemOf(await get(server, admin, 'r/update.md'));
+      expect(after.content).to.equal('one\n');
+      expect(after.requiredReadPermission).to.equal(before.requiredReadPermission);
+      expect(after.id).to.equal(before.id);
+      const message = await lastMessage(server);
+      expect(message).to.match(/^Revert "Update r\/update.md"/);
+      expect(message).to.include(`This reverts commit ${target}.`);
+      expect((await git(['log', '--format=%H', '-2', 'main'], { gitdir: server.gitdir() })).split('\n')[1]).to.equal(target);
+      expect((await versions(server, admin, 'r/update.md'))[0]?.action).to.equal('update');
+    });
+
+    it('of a create: the item goes to the trash, where it can be restored', async () => {
+      const target = await wrote(server, put(server, admin, 'r/created.md', { content: 'new\n' }));
+      const res = await reverted(server, admin, { commitId: target });
+      expect(res.reverted).to.deep.equal(['r/created.md']);
+      expect(await content(server, admin, 'r/created.md')).to.equal(undefined);
+      const trash = (await ok(api(urlOf(server, '/trash'), { key: admin }))).body?.data?.items as Item[];
+      expect(trash.map((i) => i.path)).to.include('r/created.md');
+      await ok(api(urlOf(server, '/trash/restore'), { method: 'POST', key: admin, body: { path: 'r/created.md' } }));
+      expect(await content(server, admin, 'r/created.md')).to.equal('new\n');
+    });
+
+    it('of a delete: the item is back with its content, id and history', async () => {
+      const created = itemOf(await put(server, admin, 'r/deleted.md', { content: 'keep me\n' }));
+      const target = await wrote(server, del(server, admin, 'r/deleted.md'));
+      await reverted(server, admin, { commitId: target });
+      const back = itemOf(await get(server, admin, 'r/deleted.md'));
+      expect(back.content).to.equal('keep me\n');
+      expect(back.id).to.equal(created.id);
+      expect((await versions(server, admin, 'r/deleted.md')).map((v) => v.action)).to.deep.equal(['restore', 'delete', 'create']);
+    });
+
+    it('of a move: the item moves back, same id', async () => {
+      const created = itemOf(await put(server, admin, 'r/here.md', { content: 'moving\n' }));
+      const target = await wrote(server, api(urlOf(server, '/move'), { method: 'POST', key: admin, body: { from: 'r/here.md', to: 'r/there.md' } }));
+      const res = await reverted(server, admin, { commitId: target });
+      expect(res.reverted).to.deep.equal(['r/here.md']);
+      expect(await content(server, admin, 'r/there.md')).to.equal(undefined);
+      const back = itemOf(await get(server, admin, 'r/here.md'));
+      expect([back.id, back.content]).to.deep.equal([created.id, 'moving\n']);
+      expect((await versions(server, admin, 'r/here.md'))[0]?.action).to.equal('move');
+    });
+
+    it('of a rollback: the content from before the rollback comes back', async () => {
+      await ok(put(server, admin, 'r/rolled.md', { content: 'v1\n' }));
+      await ok(put(server, admin, 'r/rolled.md', { content: 'v2\n' }));
+      const target = await wrote(server, api(urlOf(server, '/rollback'), { method: 'POST', key: admin, body: { path: 'r/rolled.md', version: 1 } }));
+      expect(await content(server, admin, 'r/rolled.md')).to.equal('v1\n');
+      await reverted(server, admin, { commitId: target });
+      expect(await content(server, admin, 'r/rolled.md')).to.equal('v2\n');
+    });
+
+    it('of a POST /commits commit: every operation undone, in one commit', async () => {
+      await ok(put(server, admin, 'm/a.md', { content: 'a\n' }));
+      await ok(put(server, admin, 'm/b.md', { content: 'b\n' }));
+      await ok(put(server, admin, 'm/c.md', { content: 'c\n' }));
+      const operations = [
+        { op: 'put', path: 'm/a.md', content: 'a changed\n' },
+        { op: 'delete', path: 'm/b.md' },
+        { op: 'move', from: 'm/c.md', to: 'm/c2.md' },
+        { op: 'put', path: 'm/new.md', content: 'new\n' },
+      ];
+      const target = await wrote(server, api(urlOf(server, '/commits'), { method: 'POST', key: admin, body: { operations } }));
+      const before = Number((await git(['rev-list', '--count', 'main'], { gitdir: server.gitdir() })).trim());
+      const res = await reverted(server, admin, { commitId: target });
+      expect(Number((await git(['rev-list', '--count', 'main'], { gitdir: server.gitdir() })).trim())).to.equal(before + 1);
+      expect([...res.reverted].sort()).to.deep.equal(['m/a.md', 'm/b.md', 'm/c.md', 'm/new.md']);
+      expect(await content(server, admin, 'm/a.md')).to.equal('a\n');
+      expect(await content(server, admin, 'm/b.md')).to.equal('b\n');
+      expect(await content(server, admin, 'm/c.md')).to.equal('c\n');
+      expect(await content(server, admin, 'm/c2.md')).to.equal(undefined);
+      expect(await content(server, admin, 'm/new.md')).to.equal(undefined);
+      await fsckStrict(server.gitdir());
+    });
+
+    it('of a revert: the change is back', async () => {
+      await ok(put(server, admin, 'r/twice.md', { content: 'first\n' }));
+      const target = await wrote(server, put(server, admin, 'r/twice.md', { content: 'second\n' }));
+      const undo = await reverted(server, admin, { commitId: target });
+      await reverted(server, admin, { commitId: undo.commitId });
+      expect(await content(server, admin, 'r/twice.md')).to.equal('second\n');
+    });
+
+    it('leaves an item changed after it by someone else alone, reporting it; force takes it back', async () => {
+      await ok(put(server, admin, 'r/contested.md', { content: 'base\n' }));
+      const target = await wrote(server, put(server, admin, 'r/contested.md', { content: 'mine\n' }));
+      const theirs = itemOf(await put(server, other.secret, 'r/contested.md', { content: 'theirs\n' }));
+      const etag = (await get(server, admin, 'r/contested.md')).headers.get('etag');
+      const before = await head(server);
+      const res = await reverted(server, admin, { commitId: target });
+      expect(res.commitId).to.equal(null);
+      expect(res.reverted).to.deep.equal([]);
+      expect(res.conflicts).to.have.length(1);
+      const [conflict] = res.conflicts as [Conflict];
+      expect(conflict.path).to.equal(theirs.path);
+      expect(conflict.why).to.include(`by Olga Other (${other.id})`);
+      expect(conflict.current).to.deep.equal({ version: 3, etag });
+      expect(await head(server)).to.equal(before);
+      expect(await content(server, admin, 'r/contested.md')).to.equal('theirs\n');
+
+      const forced = await reverted(server, admin, { commitId: target, force: true });
+      expect(forced.commitId).to.match(COMMIT);
+      expect(forced.conflicts).to.deep.equal([]);
+      expect(await content(server, admin, 'r/contested.md')).to.equal('base\n');
+    });
+
+    it('a move back onto a path taken since is a conflict even with force', async () => {
+      await ok(put(server, admin, 'r/spot.md', { content: 'mover\n' }));
+      const target = await wrote(server, api(urlOf(server, '/move'), { method: 'POST', key: admin, body: { from: 'r/spot.md', to: 'r/away.md' } }));
+      await ok(put(server, other.secret, 'r/spot.md', { content: 'squatter\n' }));
+      const res = await reverted(server, admin, { commitId: target, force: true });
+      expect(res.commitId).to.equal(null);
+      expect(res.conflicts.map((c) => [c.path, c.why])).to.deep.equal([['r/away.md', 'Path conflict: "r/spot.md" is taken']]);
+      expect(await content(server, admin, 'r/away.md')).to.equal('mover\n');
+    });
+  });
+
+  describe("of a key's changes since a time", () => {
+    let agent: { secret: string; id: string; name: string };
+    let since: string;
+
+    before(async () => {
+      await ok(put(server, admin, 'k/notes.md', { content: 'notes v1\n' }));
+      await ok(put(server, admin, 'k/plan.md', { content: 'plan v1\n' }));
+      await ok(put(server, admin, 'k/old.md', { content: 'old place\n' }));
+      agent = await keyWithId(server, 'writer', 'Rogue Agent');
+      since = new Date().toISOString();
+      await ok(put(server, agent.secret, 'k/notes.md', { content: 'agent scribbles\n' }));
+      await ok(put(server, agent.secret, 'k/notes.md', { content: 'more scribbles\n' }));
+      await ok(put(server, agent.secret, 'k/junk.md', { content: 'junk\n' }));
+      await ok(api(urlOf(server, '/move'), { method: 'POST', key: agent.secret, body: { from: 'k/old.md', to: 'k/new-place.md' } }));
+      await ok(put(server, agent.secret, 'k/plan.md', { content: 'agent plan\n' }));
+      // Someone else works on the plan after the agent: theirs is not overwritten without force.
+      await ok(put(server, other.secret, 'k/plan.md', { content: 'fixed by a human\n' }));
+    });
+
+    it('undoes every change the key made, in one commit, and reports what others changed since', async () => {
+      const res = await reverted(server, admin, { keyId: agent.id, since });
+      expect(res.commitId).to.match(COMMIT);
+      expect([...res.reverted].sort()).to.deep.equal(['k/junk.md', 'k/notes.md', 'k/old.md']);
+      expect(res.conflicts.map((c) => c.path)).to.deep.equal(['k/plan.md']);
+      expect(res.conflicts[0]?.why).to.include('Olga Other');
+      expect(await content(server, admin, 'k/notes.md')).to.equal('notes v1\n');
+      expect(await content(server, admin, 'k/junk.md')).to.equal(undefined);
+      expect(await content(server, admin, 'k/old.md')).to.equal('old place\n');
+      expect(await content(server, admin, 'k/plan.md')).to.equal('fixed by a human\n');
+      const message = await lastMessage(server);
+      expect(message).to.include(`Revert changes of Rogue Agent (${agent.id}) since`);
+      await fsckStrict(server.gitdir());
+    });
+
+    it('again: nothing left to undo but the conflict; with force the conflict is taken back too', async () => {
+      const again = await reverted(server, admin, { keyId: agent.id, since });
+      expect(again.commitId).to.equal(null);
+      expect(again.reverted).to.deep.equal([]);
+      expect(again.conflicts.map((c) => c.path)).to.deep.equal(['k/plan.md']);
+      const forced = await reverted(server, admin, { keyId: agent.id, since, force: true });
+      expect(forced.reverted).to.deep.equal(['k/plan.md']);
+      expect(await content(server, admin, 'k/plan.md')).to.equal('plan v1\n');
+    });
+
+    it('a key that changed nothing since: 200, commitId null, nothing reverted', async () => {
+      const idle = await keyWithId(server, 'writer', 'Idle');
+      const before = await head(server);
+      const res = await reverted(server, admin, { keyId: idle.id, since: '2020-01-01' });
+      expect(res).to.deep.equal({ commitId: null, reverted: [], conflicts: [] });
+      expect(await head(server)).to.equal(before);
+    });
+  });
+
+  describe('refusals (a clear 4xx, nothing changed)', () => {
+    let purge: string;
+    let rule: string;
+    let writer: string;
+
+    before(async () => {
+      writer = await server.key('writer');
+      await ok(put(server, admin, 'x/purged.md', { content: 'bye\n' }));
+      await ok(del(server, admin, 'x/purged.md'));
+      purge = await wrote(server, api(urlOf(server, '/trash/items/x/purged.md'), { method: 'DELETE', key: admin }));
+      rule = await wrote(server, api(urlOf(server, '/folders/x'), { method: 'PUT', key: admin, body: { requiredReadPermission: 'knowledge:read' } }));
+    });
+
+    it('an unknown commit, a short or malformed id', async () => {
+      const msg = 'commitId must be the full id of a commit on main of this organization';
+      await refused(server, admin, { commitId: 'a'.repeat(40) }, 400, msg);
+      await refused(server, admin, { commitId: (await head(server)).slice(0, 12) }, 400, msg);
+      await refused(server, admin, { commitId: 'HEAD' }, 400, msg);
+      await refused(server, admin, { commitId: '' }, 400, msg);
+    });
+
+    it('a commit that is not on main (an object of the repository, but no commit of the branch)', async () => {
+      const tree = (await git(['rev-parse', 'main^{tree}'], { gitdir: server.gitdir() })).trim();
+      await refused(server, admin, { commitId: tree }, 400, 'commitId must be the full id of a commit on main of this organization');
+    });
+
+    it('a purge (its history is gone), a folder rule, the first commit', async () => {
+      await refused(server, admin, { commitId: purge }, 400, /purged x\/purged\.md: a purge cannot be reverted/);
+      await refused(server, admin, { commitId: rule }, 400, /changed no item/);
+      const first = (await git(['rev-list', '--max-parents=0', 'main'], { gitdir: server.gitdir() })).trim();
+      await refused(server, admin, { commitId: first }, 400, /changed no item/);
+    });
+
+    it('since not a date, or in the future; an unknown key or one of another organization', async () => {
+      const keyId = other.id;
+      for (const since of ['yesterday', '2026-13-45', '12345', '2026-11-23T25:00:00Z', '']) {
+        await refused(server, admin, { keyId, since }, 400, /^since must be an ISO 8601 date or time/);
+      }
+      const future = new Date(Date.now() + 3_600_000).toISOString();
+      await refused(server, admin, { keyId, since: future }, 400, 'since is in the future: nothing was changed after it');
+      await refused(server, admin, { keyId: 'key_0000000000000000', since: '2020-01-01' }, 404, 'API key not found');
+      await server.org('elsewhere');
+      const foreign = await keyWithId(server, 'admin', 'Foreigner', 'elsewhere');
+      await refused(server, admin, { keyId: foreign.id, since: '2020-01-01' }, 404, 'API key not found');
+    });
+
+    it('both forms, neither, half of one; unknown fields and wrong types', async () => {
+      const msg = 'give either commitId, or keyId and since (not both)';
+      const commitId = await head(server);
+      await refused(server, admin, {}, 400, msg);
+      await refused(server, admin, { commitId, keyId: other.id, since: '2020-01-01' }, 400, msg);
+      await refused(server, admin, { keyId: other.id }, 400, msg);
+      await refused(server, admin, { since: '2020-01-01' }, 400, msg);
+      await refused(server, admin, { commitId, since: '2020-01-01' }, 400, msg);
+      await refused(server, admin, { commitId, path: 'x.md' }, 400, 'Unknown field "path"');
+      await refused(server, admin, { commitId, force: 'yes' }, 400, 'force must be a boolean');
+      await refused(server, admin, { commitId: 5 }, 400, 'commitId must be a string');
+      for (const bad of MALFORMED_BODIES) {
+        const before = await head(server);
+        const r = await sendRaw(server, admin, 'POST', '/revert', bad.body, bad.contentType);
+        expect(r.status, bad.name).to.equal(bad.status);
+        expect(await head(server)).to.equal(before);
+      }
+      expectError(await api(urlOf(server, '/revert?x=1'), { method: 'POST', key: admin, body: { commitId } }), 400, 'Unknown query parameter "x"');
+      expectError(await api(urlOf(server, '/revert'), { key: admin }), 405, 'Method not allowed');
+    });
+
+    it('a writer or reader is refused before anything is looked at; no key is 401', async () => {
+      const commitId = await head(server);
+      await refused(server, writer, { commitId }, 403, MSG.forbiddenAdmin);
+      await refused(server, await server.key('reader'), { commitId }, 403, MSG.forbiddenAdmin);
+      await refused(server, '', { commitId }, 401, MSG.invalidKey);
+    });
+  });
+});
