@@ -216,14 +216,19 @@ describe('HTTP revert: POST /revert', function () {
       await ok(put(server, agent.secret, 'k/plan.md', { content: 'agent plan\n' }));
       // Someone else works on the plan after the agent: theirs is not overwritten without force.
       await ok(put(server, other.secret, 'k/plan.md', { content: 'fixed by a human\n' }));
+      // And between two of the agent's changes: undoing the agent's would drop the human's in between.
+      await ok(put(server, agent.secret, 'k/log.md', { content: 'agent 1\n' }));
+      await ok(put(server, other.secret, 'k/log.md', { content: 'human\n' }));
+      await ok(put(server, agent.secret, 'k/log.md', { content: 'agent 2\n' }));
     });
 
     it('undoes every change the key made, in one commit, and reports what others changed since', async () => {
       const res = await reverted(server, admin, { keyId: agent.id, since });
       expect(res.commitId).to.match(COMMIT);
       expect([...res.reverted].sort()).to.deep.equal(['k/junk.md', 'k/notes.md', 'k/old.md']);
-      expect(res.conflicts.map((c) => c.path)).to.deep.equal(['k/plan.md']);
-      expect(res.conflicts[0]?.why).to.include('Olga Other');
+      expect(res.conflicts.map((c) => c.path)).to.deep.equal(['k/log.md', 'k/plan.md']);
+      expect(res.conflicts.every((c) => c.why.includes('Olga Other')), JSON.stringify(res.conflicts)).to.equal(true);
+      expect(await content(server, admin, 'k/log.md')).to.equal('agent 2\n');
       expect(await content(server, admin, 'k/notes.md')).to.equal('notes v1\n');
       expect(await content(server, admin, 'k/junk.md')).to.equal(undefined);
       expect(await content(server, admin, 'k/old.md')).to.equal('old place\n');
@@ -237,10 +242,11 @@ describe('HTTP revert: POST /revert', function () {
       const again = await reverted(server, admin, { keyId: agent.id, since });
       expect(again.commitId).to.equal(null);
       expect(again.reverted).to.deep.equal([]);
-      expect(again.conflicts.map((c) => c.path)).to.deep.equal(['k/plan.md']);
+      expect(again.conflicts.map((c) => c.path)).to.deep.equal(['k/log.md', 'k/plan.md']);
       const forced = await reverted(server, admin, { keyId: agent.id, since, force: true });
-      expect(forced.reverted).to.deep.equal(['k/plan.md']);
+      expect(forced.reverted).to.deep.equal(['k/log.md', 'k/plan.md']);
       expect(await content(server, admin, 'k/plan.md')).to.equal('plan v1\n');
+      expect(await content(server, admin, 'k/log.md')).to.equal(undefined);
     });
 
     it('a key that changed nothing since: 200, commitId null, nothing reverted', async () => {
