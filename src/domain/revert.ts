@@ -33,6 +33,9 @@ export interface RevertResult {
 /** Items one revert may change: a bound on the reads before it and on the one commit it makes. */
 export const MAX_REVERT_ITEMS = 10_000;
 
+/** Items whose history is read at once before the write (git reads overlap; memory stays small). */
+const READS_AT_ONCE = 16;
+
 /** One item a revert would take back, with what it needs to know from history (read before the write queue). */
 interface ItemUndo {
   id: string;
@@ -70,30 +73,32 @@ export async function revertChanges(args: {
   const { commits, summary } =
     'commitId' in target ? oneCommit(repo, target.commitId) : await keyCommits({ repo, keys: args.keys, actor, ...target, now: clock() });
   const order = new Map(commits.map((c, i) => [c.commitId, i]));
-  const undos: ItemUndo[] = [];
-  for (const [id, changes] of byItem(commits)) {
+  const touched = [...byItem(commits)].filter(([, changes]) => {
+    if (!changes.some((c) => c.change.action === 'purge')) return true;
+    const last = changes[changes.length - 1] as { change: ItemChange };
+    conflicts.push({ path: last.change.path, why: 'purged by the reverted change: its history ended there', current: null });
+    return false;
+  });
+  if (touched.length > MAX_REVERT_ITEMS) {
+    throw new InvalidInput({ reason: `the revert would change ${touched.length} items, more than ${MAX_REVERT_ITEMS}: revert a shorter time` });
+  }
+  // History does not change: read before queueing, a few items at a time, so the queue is never held by git reads.
+  const undos = await mapPooled(touched, READS_AT_ONCE, async ([id, changes]): Promise<ItemUndo> => {
     const first = changes[0] as { entry: HistoryEntry; change: ItemChange };
     const last = changes[changes.length - 1] as { entry: HistoryEntry; change: ItemChange };
-    if (changes.some((c) => c.change.action === 'purge')) {
-      conflicts.push({ path: last.change.path, why: 'purged by the reverted change: its history ended there', current: null });
-      continue;
-    }
     const later = repo.history.itemHistory(id);
     const from = later.findIndex((h) => h.commitId === first.entry.commitId);
-    const after = await repo.readAt(last.entry.commitId, last.change.path);
-    undos.push({
+    const [after, before] = await Promise.all([repo.readAt(last.entry.commitId, last.change.path), stateBefore(repo, id, first.entry, first.change)]);
+    return {
       id,
-      before: await stateBefore(repo, id, first.entry, first.change),
+      before,
       afterPath: last.change.path,
       afterRecord: after ? serializeRecord(after.record) : null,
       afterBlob: after?.blobOid ?? null,
       laterOther: later.slice(from + 1).find((h) => !order.has(h.commitId)),
       order: order.get(last.entry.commitId) as number,
-    });
-    if (undos.length > MAX_REVERT_ITEMS) {
-      throw new InvalidInput({ reason: `the revert would change more than ${MAX_REVERT_ITEMS} items: revert a shorter time` });
-    }
-  }
+    };
+  });
   undos.sort((a, b) => b.order - a.order);
 
   const reverted: string[] = [];
@@ -138,6 +143,20 @@ function oneCommit(repo: OrgRepo, commitId: string): { commits: HistoryEntry[]; 
   if (purged) throw new InvalidInput({ reason: `commit ${commitId} purged ${purged.path}: a purge cannot be reverted (the item's history ended there)` });
   const title = entry.message.split('\n')[0] ?? '';
   return { commits: [entry], summary: `Revert "${title}"\n\nThis reverts commit ${commitId}.` };
+}
+
+/** `fn` over `items`, at most `limit` running at once; results in the items' order. */
+async function mapPooled<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
 }
 
 /** How many commits a key revert's message lists by id (the rest are counted). */
