@@ -1,4 +1,4 @@
-import { describeError } from '../api.js';
+import { describeError, encodePath } from '../api.js';
 import type { Ctx } from '../context.js';
 import { confirmDialog } from '../dialog.js';
 import { renderDiff, type DiffLayout } from '../diffView.js';
@@ -65,7 +65,16 @@ export function historyPanel(ctx: Ctx, item: Item, hooks: { onRolledBack: () => 
       return;
     }
     if (result.conflicts.length === 0) {
-      ctx.notify(result.commitId ? `Reverted the change of version ${v.version} (${result.reverted.join(', ')}).` : 'Nothing to revert: already as before.');
+      const text = result.commitId ? `Reverted the change of version ${v.version} (${result.reverted.join(', ')}).` : 'Nothing to revert: already as before.';
+      // A reverted move takes the item back to its old path: follow it there.
+      const [only] = result.reverted;
+      const elsewhere = result.reverted.length === 1 && only !== undefined && only !== item.path;
+      ctx.notify({ text, keep: elsewhere });
+      if (elsewhere) {
+        hooks.onReverted();
+        ctx.navigate(`#/items/${encodePath(only)}`);
+        return;
+      }
       hooks.onRolledBack();
       return;
     }

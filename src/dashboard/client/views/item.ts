@@ -1,8 +1,8 @@
 import { effectiveRequirement } from '../access.js';
-import { describeError, encodePath } from '../api.js';
+import { ApiError, describeError, encodePath } from '../api.js';
 import type { Ctx } from '../context.js';
 import { confirmDialog } from '../dialog.js';
-import { errorBox, h, loading, replace, time } from '../dom.js';
+import { empty, errorBox, h, loading, replace, time } from '../dom.js';
 import { renderContent } from '../contentView.js';
 import { tabs } from '../tabs.js';
 import type { FolderRule, Item } from '../types.js';
@@ -20,6 +20,11 @@ export function itemDetail(ctx: Ctx, path: string, hooks: { onChanged: () => voi
       const [tagged, rules] = await Promise.all([ctx.api.getTagged(path), ctx.api.folders().catch(() => null)]);
       replace(box, ...render({ ...tagged.item, etag: tagged.etag }, rules, tab));
     } catch (err) {
+      if (err instanceof ApiError && err.status === 404) {
+        // Moved away or put in the trash (by a revert, say, or another admin): say where to look.
+        const trash = h('a', { href: '#/trash' }, 'the trash');
+        return replace(box, back(), empty(`There is no item at ${path} now: it may have been moved, or put in the trash.`, h('p', null, 'Look in ', trash, ' or in the tree.')));
+      }
       replace(box, back(), errorBox(describeError(err), () => void load(tab)));
     }
   };
