@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { Page } from 'playwright-core';
 import { keyWithId } from '../http/adminApi.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
-import { API, getItem, launchBrowser, ok, openDashboard, putItem, shot, signIn, type Browser, type Watched } from './support.js';
+import { API, DESKTOP, getItem, launchBrowser, ok, openDashboard, overflowsHorizontally, PHONE, putItem, shot, signIn, type Browser, type Watched } from './support.js';
 
 /** Editing in the dashboard: create, edit (two admins never overwrite each other silently), move, revert, undo a key. */
 
@@ -226,5 +226,21 @@ describe('Dashboard in Chromium: create, edit, move, revert', function () {
     await outcome.getByRole('button', { name: 'Undo these too, overwriting their changes' }).click();
     await outcome.locator('.reverted-paths', { hasText: 'docs/faq.md' }).waitFor();
     expect(await content(server, 'docs/faq.md')).to.equal('faq v1\n');
+  });
+
+  it('the editor fits a phone: one column, no sideways scrolling', async () => {
+    await page.setViewportSize(PHONE);
+    try {
+      await open(page, 'docs/guide.md');
+      await page.getByRole('button', { name: 'Edit', exact: true }).click();
+      await page.getByLabel('Content (markdown)').waitFor();
+      expect(await overflowsHorizontally(page)).to.equal(false);
+      const [text, preview] = await Promise.all([page.locator('#editor-content').boundingBox(), page.locator('#editor-preview').boundingBox()]);
+      expect(preview?.y ?? 0, 'preview below the text, not beside it').to.be.greaterThan((text?.y ?? 0) + (text?.height ?? 0) - 1);
+      await shot(page, 'phone-60-editor');
+      await page.getByRole('button', { name: 'Cancel' }).click();
+    } finally {
+      await page.setViewportSize(DESKTOP);
+    }
   });
 });

@@ -157,6 +157,38 @@ describe('HTTP revert: POST /revert', function () {
       await fsckStrict(server.gitdir());
     });
 
+    it('of a restore: the item goes back to the trash', async () => {
+      await ok(put(server, admin, 'r/restored.md', { content: 'in and out\n' }));
+      await ok(del(server, admin, 'r/restored.md'));
+      const target = await wrote(server, api(urlOf(server, '/trash/restore'), { method: 'POST', key: admin, body: { path: 'r/restored.md' } }));
+      await reverted(server, admin, { commitId: target });
+      expect(await content(server, admin, 'r/restored.md')).to.equal(undefined);
+      expect((await versions(server, admin, 'r/restored.md'))[0]?.action).to.equal('delete');
+    });
+
+    it('of a permission change alone: the permissions come back, the content is untouched (action permissions)', async () => {
+      await ok(put(server, admin, 'r/perm.md', { content: 'same\n' }));
+      const target = await wrote(server, put(server, admin, 'r/perm.md', { content: 'same\n', requiredWritePermission: 'knowledge:admin' }));
+      await reverted(server, admin, { commitId: target });
+      const item = itemOf(await get(server, admin, 'r/perm.md'));
+      expect([item.content, item.requiredWritePermission]).to.deep.equal(['same\n', 'inherit']);
+      expect((await versions(server, admin, 'r/perm.md'))[0]?.action).to.equal('permissions');
+    });
+
+    it('is seen by search and the change feed at once', async () => {
+      await ok(put(server, admin, 'r/found.md', { content: 'zanzibar original\n' }));
+      const since = await head(server);
+      const target = await wrote(server, put(server, admin, 'r/found.md', { content: 'quixotic replacement\n' }));
+      const undo = await reverted(server, admin, { commitId: target });
+      const search = async (q: string): Promise<string[]> =>
+        ((await ok(api(urlOf(server, `/search?q=${q}`), { key: admin }))).body?.data?.results as Array<{ path: string }>).map((r) => r.path);
+      expect(await search('zanzibar')).to.deep.equal(['r/found.md']);
+      expect(await search('quixotic')).to.deep.equal([]);
+      const feed = (await ok(api(urlOf(server, `/changes?since=${since}`), { key: admin }))).body?.data as { head: string; changes: Array<{ path: string; commitId: string }> };
+      expect(feed.head).to.equal(undo.commitId);
+      expect(feed.changes.map((c) => [c.path, c.commitId])).to.deep.equal([['r/found.md', undo.commitId]]);
+    });
+
     it('of a revert: the change is back', async () => {
       await ok(put(server, admin, 'r/twice.md', { content: 'first\n' }));
       const target = await wrote(server, put(server, admin, 'r/twice.md', { content: 'second\n' }));
