@@ -281,6 +281,21 @@ describe('HTTP revert: POST /revert', function () {
       expect(await content(server, admin, 'k/log.md')).to.equal(undefined);
     });
 
+    it('"moved a to b, then made a new a": the new a goes to the trash, whose path then holds b back until it is purged', async () => {
+      const mover = await keyWithId(server, 'writer', 'Mover');
+      await ok(put(server, admin, 'k/a.md', { content: 'the original a\n' }));
+      const from = new Date().toISOString();
+      await ok(api(urlOf(server, '/move'), { method: 'POST', key: mover.secret, body: { from: 'k/a.md', to: 'k/b.md' } }));
+      await ok(put(server, mover.secret, 'k/a.md', { content: 'a new a\n' }));
+      const first = await reverted(server, admin, { keyId: mover.id, since: from });
+      expect(first.reverted).to.deep.equal(['k/a.md']);
+      expect(first.conflicts.map((c) => [c.path, c.why])).to.deep.equal([['k/b.md', 'A deleted item occupies k/a.md']]);
+      await ok(api(urlOf(server, '/trash/items/k/a.md'), { method: 'DELETE', key: admin }));
+      const second = await reverted(server, admin, { keyId: mover.id, since: from });
+      expect(second.reverted).to.deep.equal(['k/a.md']);
+      expect(await content(server, admin, 'k/a.md')).to.equal('the original a\n');
+    });
+
     it('a key that changed nothing since: 200, commitId null, nothing reverted', async () => {
       const idle = await keyWithId(server, 'writer', 'Idle');
       const before = await head(server);

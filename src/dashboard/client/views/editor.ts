@@ -76,7 +76,8 @@ export function itemEditor(ctx: Ctx, options: { path?: string; onSaved: (item: I
       const saved = await ctx.api.saveItem(path, text.value, base, message.value.trim() || undefined);
       base = saved.etag;
       original = text.value;
-      ctx.notify({ text: `${editing ? 'Saved' : 'Created'} ${saved.item.path}.`, keep: true });
+      // A new item navigates to itself: its notice must outlive that one navigation.
+      ctx.notify({ text: `${editing ? 'Saved' : 'Created'} ${saved.item.path}.`, keep: !editing });
       options.onSaved(saved.item);
     } catch (err) {
       if (err instanceof ApiError && err.status === 412) conflict(path);
