@@ -189,6 +189,17 @@ describe('HTTP revert: POST /revert', function () {
       expect(feed.changes.map((c) => [c.path, c.commitId])).to.deep.equal([['r/found.md', undo.commitId]]);
     });
 
+    it('two reverts of one commit at once: one commit undoes it, the other finds nothing left to undo', async () => {
+      await ok(put(server, admin, 'r/twin.md', { content: 'before\n' }));
+      const target = await wrote(server, put(server, admin, 'r/twin.md', { content: 'after\n' }));
+      const results = await Promise.all([reverted(server, admin, { commitId: target }), reverted(server, other.secret, { commitId: target })]);
+      const made = results.map((r) => r.commitId).filter((c) => c !== null);
+      expect(made).to.have.length(1);
+      expect(made[0]).to.equal(await head(server));
+      expect(results.flatMap((r) => r.conflicts)).to.deep.equal([]);
+      expect(await content(server, admin, 'r/twin.md')).to.equal('before\n');
+    });
+
     it('of a revert: the change is back', async () => {
       await ok(put(server, admin, 'r/twice.md', { content: 'first\n' }));
       const target = await wrote(server, put(server, admin, 'r/twice.md', { content: 'second\n' }));
