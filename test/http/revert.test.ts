@@ -1,58 +1,11 @@
 import { expect } from 'chai';
 import { fsckStrict, git } from '../support/git.js';
-import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
-import { COMMIT, head, keyWithId, MALFORMED_BODIES, sendRaw, urlOf, versions } from './adminApi.js';
-import { del, expectError, get, itemOf, MSG, put, type Item } from './helpers.js';
+import { api, startTestServer, type TestServer } from '../support/server.js';
+import { COMMIT, head, keyWithId, urlOf, versions } from './adminApi.js';
+import { del, get, itemOf, put, type Item } from './helpers.js';
+import { content, lastMessage, ok, reverted, wrote, type Conflict } from './revertApi.js';
 
 /** POST /revert: one new commit undoing one commit, or a key's changes since a time; conflicts reported, not overwritten. */
-
-interface Conflict {
-  path: string;
-  why: string;
-  current: { version: number; etag: string } | null;
-}
-interface Reverted {
-  commitId: string | null;
-  reverted: string[];
-  conflicts: Conflict[];
-}
-
-function revert(server: TestServer, key: string, body: unknown): Promise<ApiResponse> {
-  return api(urlOf(server, '/revert'), { method: 'POST', key, body });
-}
-
-async function ok(res: Promise<ApiResponse>): Promise<ApiResponse> {
-  const r = await res;
-  expect(r.status, JSON.stringify(r.body)).to.equal(200);
-  expect(r.body?.success).to.equal(true);
-  return r;
-}
-
-async function reverted(server: TestServer, key: string, body: unknown): Promise<Reverted> {
-  return (await ok(revert(server, key, body))).body?.data as unknown as Reverted;
-}
-
-/** The commit id of a write: main after it (each write here is one commit). */
-async function wrote(server: TestServer, send: Promise<ApiResponse>): Promise<string> {
-  await ok(send);
-  return head(server);
-}
-
-async function content(server: TestServer, key: string, path: string): Promise<string | undefined> {
-  const r = await get(server, key, path);
-  return r.status === 404 ? undefined : itemOf(r).content;
-}
-
-/** The refusal's status and message, and main exactly where it was. */
-async function refused(server: TestServer, key: string, body: unknown, status: number, message: string | RegExp): Promise<void> {
-  const before = await head(server);
-  expectError(await revert(server, key, body), status, message);
-  expect(await head(server), 'main after a refused revert').to.equal(before);
-}
-
-async function lastMessage(server: TestServer): Promise<string> {
-  return git(['log', '-1', '--format=%B', 'main'], { gitdir: server.gitdir() });
-}
 
 describe('HTTP revert: POST /revert', function () {
   this.timeout(120_000);
@@ -316,78 +269,4 @@ describe('HTTP revert: POST /revert', function () {
     });
   });
 
-  describe('refusals (a clear 4xx, nothing changed)', () => {
-    let purge: string;
-    let rule: string;
-    let writer: string;
-
-    before(async () => {
-      writer = await server.key('writer');
-      await ok(put(server, admin, 'x/purged.md', { content: 'bye\n' }));
-      await ok(del(server, admin, 'x/purged.md'));
-      purge = await wrote(server, api(urlOf(server, '/trash/items/x/purged.md'), { method: 'DELETE', key: admin }));
-      rule = await wrote(server, api(urlOf(server, '/folders/x'), { method: 'PUT', key: admin, body: { requiredReadPermission: 'knowledge:read' } }));
-    });
-
-    it('an unknown commit, a short or malformed id', async () => {
-      const msg = 'commitId must be the full id of a commit on main of this organization';
-      await refused(server, admin, { commitId: 'a'.repeat(40) }, 400, msg);
-      await refused(server, admin, { commitId: (await head(server)).slice(0, 12) }, 400, msg);
-      await refused(server, admin, { commitId: 'HEAD' }, 400, msg);
-      await refused(server, admin, { commitId: '' }, 400, msg);
-    });
-
-    it('a commit that is not on main (an object of the repository, but no commit of the branch)', async () => {
-      const tree = (await git(['rev-parse', 'main^{tree}'], { gitdir: server.gitdir() })).trim();
-      await refused(server, admin, { commitId: tree }, 400, 'commitId must be the full id of a commit on main of this organization');
-    });
-
-    it('a purge (its history is gone), a folder rule, the first commit', async () => {
-      await refused(server, admin, { commitId: purge }, 400, /purged x\/purged\.md: a purge cannot be reverted/);
-      await refused(server, admin, { commitId: rule }, 400, /changed no item/);
-      const first = (await git(['rev-list', '--max-parents=0', 'main'], { gitdir: server.gitdir() })).trim();
-      await refused(server, admin, { commitId: first }, 400, /changed no item/);
-    });
-
-    it('since not a date, or in the future; an unknown key or one of another organization', async () => {
-      const keyId = other.id;
-      for (const since of ['yesterday', '2026-13-45', '12345', '2026-11-23T25:00:00Z', '']) {
-        await refused(server, admin, { keyId, since }, 400, /^since must be an ISO 8601 date or time/);
-      }
-      const future = new Date(Date.now() + 3_600_000).toISOString();
-      await refused(server, admin, { keyId, since: future }, 400, 'since is in the future: nothing was changed after it');
-      await refused(server, admin, { keyId: 'key_0000000000000000', since: '2020-01-01' }, 404, 'API key not found');
-      await server.org('elsewhere');
-      const foreign = await keyWithId(server, 'admin', 'Foreigner', 'elsewhere');
-      await refused(server, admin, { keyId: foreign.id, since: '2020-01-01' }, 404, 'API key not found');
-    });
-
-    it('both forms, neither, half of one; unknown fields and wrong types', async () => {
-      const msg = 'give either commitId, or keyId and since (not both)';
-      const commitId = await head(server);
-      await refused(server, admin, {}, 400, msg);
-      await refused(server, admin, { commitId, keyId: other.id, since: '2020-01-01' }, 400, msg);
-      await refused(server, admin, { keyId: other.id }, 400, msg);
-      await refused(server, admin, { since: '2020-01-01' }, 400, msg);
-      await refused(server, admin, { commitId, since: '2020-01-01' }, 400, msg);
-      await refused(server, admin, { commitId, path: 'x.md' }, 400, 'Unknown field "path"');
-      await refused(server, admin, { commitId, force: 'yes' }, 400, 'force must be a boolean');
-      await refused(server, admin, { commitId: 5 }, 400, 'commitId must be a string');
-      for (const bad of MALFORMED_BODIES) {
-        const before = await head(server);
-        const r = await sendRaw(server, admin, 'POST', '/revert', bad.body, bad.contentType);
-        expect(r.status, bad.name).to.equal(bad.status);
-        expect(await head(server)).to.equal(before);
-      }
-      expectError(await api(urlOf(server, '/revert?x=1'), { method: 'POST', key: admin, body: { commitId } }), 400, 'Unknown query parameter "x"');
-      expectError(await api(urlOf(server, '/revert'), { key: admin }), 405, 'Method not allowed');
-    });
-
-    it('a writer or reader is refused before anything is looked at; no key is 401', async () => {
-      const commitId = await head(server);
-      await refused(server, writer, { commitId }, 403, MSG.forbiddenAdmin);
-      await refused(server, await server.key('reader'), { commitId }, 403, MSG.forbiddenAdmin);
-      await refused(server, '', { commitId }, 401, MSG.invalidKey);
-    });
-  });
 });
