@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { fsckStrict, git } from '../support/git.js';
-import { api, startTestServer, type TestServer } from '../support/server.js';
+import { api, type TestServer } from '../support/server.js';
 import { COMMIT, head, keyWithId, urlOf, versions } from './adminApi.js';
 import { del, get, itemOf, put, type Item } from './helpers.js';
-import { content, lastMessage, ok, reverted, wrote, type Conflict } from './revertApi.js';
+import { closeChecked, content, lastMessage, ok, reverted, startRevertServer, wrote, type Conflict } from './revertApi.js';
 
 /** POST /revert: one new commit undoing one commit, or a key's changes since a time; conflicts reported, not overwritten. */
 
@@ -14,16 +14,8 @@ describe('HTTP revert: POST /revert', function () {
   let admin: string;
   let other: { secret: string; id: string; name: string };
 
-  before(async () => {
-    server = await startTestServer();
-    admin = server.adminKey;
-    other = await keyWithId(server, 'admin', 'Olga Other');
-  });
-
-  after(async () => {
-    if (server) await fsckStrict(server.gitdir());
-    await server?.close();
-  });
+  before(async () => ({ server, admin, other } = await startRevertServer()));
+  after(() => closeChecked(server));
 
   describe('of one commit', () => {
     it('of an update: content and permissions come back, in one new commit that git log shows', async () => {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { git } from '../support/git.js';
-import { api, type ApiResponse, type TestServer } from '../support/server.js';
-import { head, urlOf } from './adminApi.js';
+import { fsckStrict, git } from '../support/git.js';
+import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
+import { head, keyWithId, urlOf } from './adminApi.js';
 import { expectError, get, itemOf } from './helpers.js';
 
 /** Shared by the POST /revert tests: the call, its answer's shape, and a refusal that must change nothing. */
@@ -54,3 +54,19 @@ export async function lastMessage(server: TestServer): Promise<string> {
   return git(['log', '-1', '--format=%B', 'main'], { gitdir: server.gitdir() });
 }
 
+
+/** A server with a second admin key ("Olga Other", whose later changes are the conflicts). */
+export async function startRevertServer(): Promise<{ server: TestServer; admin: string; other: { secret: string; id: string; name: string } }> {
+  const server = await startTestServer();
+  return { server, admin: server.adminKey, other: await keyWithId(server, 'admin', 'Olga Other') };
+}
+
+/** Closes the server once git fsck --strict found its repository clean. */
+export async function closeChecked(server: TestServer | undefined): Promise<void> {
+  if (!server) return;
+  try {
+    await fsckStrict(server.gitdir());
+  } finally {
+    await server.close();
+  }
+}

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { fsckStrict, git } from '../support/git.js';
-import { api, startTestServer, type TestServer } from '../support/server.js';
+import { git } from '../support/git.js';
+import { api, type TestServer } from '../support/server.js';
 import { head, keyWithId, MALFORMED_BODIES, sendRaw, urlOf } from './adminApi.js';
 import { del, expectError, MSG, put } from './helpers.js';
-import { ok, refused, wrote } from './revertApi.js';
+import { closeChecked, ok, refused, startRevertServer, wrote } from './revertApi.js';
 
 /** POST /revert refusals: each bad input is a clear 4xx, and main stays exactly where it was. */
 
@@ -14,16 +14,8 @@ describe('HTTP revert: refusals', function () {
   let admin: string;
   let other: { secret: string; id: string; name: string };
 
-  before(async () => {
-    server = await startTestServer();
-    admin = server.adminKey;
-    other = await keyWithId(server, 'admin', 'Olga Other');
-  });
-
-  after(async () => {
-    if (server) await fsckStrict(server.gitdir());
-    await server?.close();
-  });
+  before(async () => ({ server, admin, other } = await startRevertServer()));
+  after(() => closeChecked(server));
 
   describe('refusals (a clear 4xx, nothing changed)', () => {
     let purge: string;
