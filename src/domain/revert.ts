@@ -112,7 +112,7 @@ export async function revertChanges(args: {
       if (current && isBack(current, undo.before)) continue;
       const why = conflictOf(undo, current);
       if (current === null || (why !== null && !args.force)) {
-        conflicts.push({ path: current?.record.path ?? undo.afterPath, why: why ?? 'gone', current: current && currentVersion(repo, current) });
+        conflicts.push({ path: current?.record.path ?? undo.afterPath, why: why ?? 'no longer in the store', current: current && currentVersion(repo, current) });
         continue;
       }
       try {
@@ -120,8 +120,9 @@ export async function revertChanges(args: {
         const steps = planUndo({ s: s.scratch(), actor, current, target: undo.before, summary: summary.split('\n')[0] as string, when });
         steps.forEach((step) => s.apply(step));
         intents.push(...steps);
-        const moved = steps[steps.length - 1];
-        if (moved) reverted.push(moved.path);
+        // Where its last step left the item: its path after the revert.
+        const final = steps[steps.length - 1];
+        if (final) reverted.push(final.path);
       } catch (err) {
         if (!isKnowledgeError(err)) throw err;
         conflicts.push({ path: current.record.path, why: err.message, current: currentVersion(repo, current) });
