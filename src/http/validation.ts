@@ -181,6 +181,25 @@ export type OperationBody =
   | { op: 'delete'; path: string }
   | { op: 'move'; from: string; to: string; ifMatch?: string };
 
+/** `POST /revert`: which form (a commit, or a key and a time) is decided by the domain, with its own message. */
+const revertBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    commitId: { type: 'string', maxLength: 64 },
+    keyId: { type: 'string', maxLength: 128 },
+    since: { type: 'string', maxLength: 64 },
+    force: { type: 'boolean' },
+  },
+} as const;
+
+export interface RevertBody {
+  commitId?: string;
+  keyId?: string;
+  since?: string;
+  force?: boolean;
+}
+
 const folderRuleBody = {
   type: 'object',
   additionalProperties: false,
@@ -205,6 +224,7 @@ const validators = {
   putOperation: strictAjv.compile<OperationBody & { op: 'put' }>(putOperation),
   deleteOperation: strictAjv.compile<OperationBody & { op: 'delete' }>(deleteOperation),
   moveOperation: strictAjv.compile<OperationBody & { op: 'move' }>(moveOperation),
+  revertBody: strictAjv.compile<RevertBody>(revertBody),
   folderRuleBody: strictAjv.compile<{ requiredReadPermission?: string; requiredWritePermission?: string }>(folderRuleBody),
   createKeyBody: strictAjv.compile<{ name: string; role: string }>(createKeyBody),
   listQuery: ajv.compile<ListQuery>(listQuery),
@@ -255,6 +275,7 @@ export const validateBody = {
       : op.op === 'delete'
         ? check(validators.deleteOperation, op, 'field')
         : check(validators.moveOperation, op, 'field'),
+  revert: (body: unknown): RevertBody => check(validators.revertBody, body, 'field'),
   folderRule: (body: unknown) => check(validators.folderRuleBody, body, 'field'),
   createKey: (body: unknown) => check(validators.createKeyBody, body, 'field'),
 };

@@ -50,3 +50,16 @@ export interface SearchPage {
   /** The next page's cursor, null after the last. */
   nextCursor: string | null;
 }
+
+/** An item and the ETag it was read with (what an edit saves against). */
+export interface Tagged {
+  item: Item;
+  etag: string;
+}
+
+/** What `POST /revert` did: its commit (null: nothing undone), the paths taken back, the items left alone. */
+export interface RevertOutcome {
+  commitId: string | null;
+  reverted: string[];
+  conflicts: Array<{ path: string; why: string; current: { version: number; etag: string } | null }>;
+}

@@ -4,12 +4,15 @@ import type { Ctx, View } from '../context.js';
 import { confirmDialog } from '../dialog.js';
 import { empty, errorBox, h, loading, replace, table, time } from '../dom.js';
 import { formError, sendForm } from '../form.js';
+import { revertOutcome } from '../revertOutcome.js';
 import type { ApiKey } from '../types.js';
 
 /** The organization's API keys: list, create (the secret shown once), revoke. */
 export function keysView(ctx: Ctx): View {
   const list = h('div', { class: 'keys-body' });
   const created = h('div', { class: 'created-key' });
+  /** What the last "undo this key's changes" did, with its conflicts. */
+  const undone = h('div', { class: 'undo-result', 'aria-live': 'polite' });
   const name = h('input', { id: 'key-name', name: 'name', type: 'text', required: true, maxlength: '100', autocomplete: 'off', placeholder: 'e.g. research-agent' });
   const role = h('select', { id: 'key-role', name: 'role' }, (Object.keys(ROLES) as Role[]).map((r) => h('option', { value: r, selected: r === 'reader' }, r)));
   const formMessage = h('div', { role: 'alert', class: 'form-message' });
@@ -51,6 +54,7 @@ export function keysView(ctx: Ctx): View {
     h('p', { class: 'lead' }, 'Keys of this organization. Readers read; writers also write; admins also delete, restore and manage keys and folder rules. A revoked key is refused from its next request on.'),
     form,
     created,
+    undone,
     h('h2', null, 'Keys'),
     list,
   );
@@ -107,6 +111,43 @@ export function keysView(ctx: Ctx): View {
     }
   };
 
+  /**
+   * "Undo this key's changes since…": the button for an agent that went wrong. One new commit takes
+   * back everything the key changed from that time on; what others changed since is left alone and
+   * listed, with a separate button to undo those too.
+   */
+  const undo = async (key: ApiKey): Promise<void> => {
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    const field = h('input', { id: 'undo-since', type: 'datetime-local', step: '1', value: localInput(hourAgo) });
+    const ok = await confirmDialog({
+      title: `Undo the changes of “${key.name}”?`,
+      body: [
+        h('p', null, `Every change this key (`, h('code', null, key.id), ') made from the time below on is undone in one new commit. Created items go to the trash; nothing is lost.'),
+        h('label', { for: 'undo-since' }, 'Since (your local time)'),
+        field,
+      ],
+      confirmLabel: 'Undo changes',
+      danger: true,
+    });
+    if (!ok) return;
+    const since = new Date(field.value);
+    if (Number.isNaN(since.getTime())) return ctx.notify({ kind: 'error', text: 'Give a date and time to undo from.' });
+    await send(key, since.toISOString(), false);
+  };
+
+  const send = async (key: ApiKey, since: string, force: boolean): Promise<void> => {
+    try {
+      const result = await ctx.api.revert({ keyId: key.id, since }, force);
+      replace(
+        undone,
+        h('h2', null, `Changes of “${key.name}” since ${since.slice(0, 19).replace('T', ' ')} UTC`),
+        revertOutcome(result, () => void send(key, since, true)),
+      );
+    } catch (err) {
+      ctx.notify({ kind: 'error', text: `Undo failed. ${describeError(err)}` });
+    }
+  };
+
   const load = async (): Promise<void> => {
     replace(list, loading('Loading keys…'));
     try {
@@ -120,9 +161,12 @@ export function keysView(ctx: Ctx): View {
         time(k.createdAt),
         time(k.lastUsedAt, 'never'),
         k.revokedAt ? h('span', { class: 'status revoked' }, 'revoked ', time(k.revokedAt)) : h('span', { class: 'status active' }, 'active'),
-        k.revokedAt
-          ? h('span', { class: 'muted' }, '—')
-          : h('button', { type: 'button', class: 'danger-outline small', 'data-key-id': k.id, onclick: () => void revoke(k) }, 'Revoke…'),
+        h(
+          'span',
+          { class: 'row-actions' },
+          h('button', { type: 'button', class: 'secondary small', 'data-undo-key': k.id, onclick: () => void undo(k) }, 'Undo changes since…'),
+          k.revokedAt ? null : h('button', { type: 'button', class: 'danger-outline small', 'data-key-id': k.id, onclick: () => void revoke(k) }, 'Revoke…'),
+        ),
       ]);
       replace(list, table('API keys of this organization, active first', ['Name', 'Role', 'Id', 'Created', 'Last used', 'Status', 'Actions'], rows, 'keys'));
     } catch (err) {
@@ -132,4 +176,10 @@ export function keysView(ctx: Ctx): View {
 
   void load();
   return { el, title: 'API keys' };
+}
+
+/** A time as a datetime-local input shows it: local, to the second. */
+function localInput(d: Date): string {
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
