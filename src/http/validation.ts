@@ -191,7 +191,8 @@ const createKeyBody = {
   type: 'object',
   required: ['name', 'role'],
   additionalProperties: false,
-  properties: { name: { type: 'string' }, role: { type: 'string' } },
+  // scopes: folder paths, checked (count, form, overlaps) by the domain's validateScopes.
+  properties: { name: { type: 'string' }, role: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } } },
 } as const;
 
 /** Bodies are never coerced: `"content": 5` is an error, not "5". */
@@ -206,7 +207,7 @@ const validators = {
   deleteOperation: strictAjv.compile<OperationBody & { op: 'delete' }>(deleteOperation),
   moveOperation: strictAjv.compile<OperationBody & { op: 'move' }>(moveOperation),
   folderRuleBody: strictAjv.compile<{ requiredReadPermission?: string; requiredWritePermission?: string }>(folderRuleBody),
-  createKeyBody: strictAjv.compile<{ name: string; role: string }>(createKeyBody),
+  createKeyBody: strictAjv.compile<{ name: string; role: string; scopes?: string[] }>(createKeyBody),
   listQuery: ajv.compile<ListQuery>(listQuery),
   noQuery: ajv.compile<Record<string, never>>(noQuery),
   getItemQuery: ajv.compile<GetItemQuery>(getItemQuery),
