@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createKey } from '../../src/domain/keys.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
 import { commitCount } from '../support/git.js';
@@ -102,11 +105,13 @@ describe('HTTP scoped keys', function () {
 
     it('gets, history and diff of an item outside answer exactly as for a missing item', async () => {
       expect(itemOf(await get(server, reader, 'docs/a.md')).path).to.equal('docs/a.md');
+      expect(itemOf(await get(server, reader, `docs/a.md?ref=${await head(server)}`)).path).to.equal('docs/a.md');
       for (const path of ['notes/d.md', 'docs-x/c.md', 'docsy.md', 'nowhere/z.md']) {
         expectError(await get(server, reader, path), 404, MSG.notFound);
         expectError(await get(server, reader, `${path}?version=1`), 404, MSG.notFound);
         expectError(await api(urlOf(server, `/history/${path}`), { key: reader }), 404, MSG.notFound);
         expectError(await api(urlOf(server, `/diff/${path}?from=1&to=1`), { key: reader }), 404, MSG.notFound);
+        expectError(await get(server, reader, `${path}?ref=${await head(server)}`), 404, MSG.notFound);
       }
     });
 
@@ -177,6 +182,23 @@ describe('HTTP scoped keys', function () {
       expect([moveOut.status, moveOut.body?.error, moveOut.body?.data?.failedOperation]).to.deep.equal([404, MSG.notFound, 0]);
       expect(await commitCount(server.gitdir())).to.equal(commits);
       expectError(await get(server, admin, 'docs/ok.md'), 404, MSG.notFound);
+    });
+
+    it('MCP tools answer as the routes: a write outside is a tool error with the REST message, a write inside works', async () => {
+      const client = new Client({ name: 'scoped', version: '1' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${writer}` } } }));
+      try {
+        const tool = async (name: string, args: Record<string, unknown>): Promise<CallToolResult> => (await client.callTool({ name, arguments: args })) as CallToolResult;
+        const outside = await tool('write', { path: 'secret/mcp.md', content: 'x' });
+        expect(outside.isError).to.equal(true);
+        expect(outside.content[0]).to.deep.equal({ type: 'text', text: OUTSIDE('secret/mcp.md', 'docs/, notes/') });
+        expect((await tool('read', { path: 'secret/e.md' })).content[0]).to.deep.equal({ type: 'text', text: MSG.notFound });
+        expect((await tool('edit', { path: 'secret/e.md', old_text: 'apple', new_text: 'pear' })).isError).to.equal(true);
+        expect((await tool('write', { path: 'notes/mcp.md', content: 'inside' })).isError).to.not.equal(true);
+      } finally {
+        await client.close();
+      }
+      expect(itemOf(await get(server, admin, 'secret/e.md')).content).to.equal('apple secret/e.md\n');
     });
 
     it('rollback of an item outside is 404', async () => {
