@@ -91,6 +91,7 @@ describe('Dashboard in Chromium: API keys', function () {
     await keyRow('docs-agent').waitFor();
     expect(await keyRow('docs-agent').locator('td[data-label="Scopes"]').textContent()).to.equal('docs/notes/');
     expect(await keyRow('ci-bot').locator('td[data-label="Scopes"]').textContent()).to.equal('all folders');
+    await shot(page, 'desktop-34-scoped-key');
     const listed = await api(`${server.url}${API}`, { key: scoped });
     expect((listed.body?.data?.items as Array<{ path: string }>).map((i) => i.path)).to.deep.equal(['docs/in.md']);
     // A bad scope is refused in words, and no key is made.
