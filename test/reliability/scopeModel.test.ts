@@ -17,7 +17,8 @@ import { keyStoreOf } from '../http/helpers.js';
  * trash), scoped keys (a role and 1–3 folders) and a sequence of writes. The store is built twice,
  * in folders A and B of one organization. Then, for every scoped key (scopes inside A):
  * - reads, before and after the writes: list (paged), get, `?version=1`, history, diff, search
- *   (paged), changes, trash and folder rules (admin roles), and MCP `list` and `read` each equal
+ *   (paged), changes, trash and folder rules (admin roles), and MCP `list`, `search`, `read` and
+ *   `resources/list` each equal
  *   the unscoped key's answers for A filtered to the scopes; outside, 404 as for a missing item.
  * - writes (PUT, DELETE, POST /move, POST /commits, rollback, restore, purge, folder rules): one
  *   that touches anything outside the scopes is refused (4xx) and the branch does not move; one
@@ -213,6 +214,12 @@ describe('scoped keys against a model (fast-check)', function () {
     try {
       const listed = (await client.callTool({ name: 'list', arguments: { limit: 100 } })) as CallToolResult;
       expect((listed.structuredContent as { items: Array<{ path: string }> }).items.map((i) => i.path), say('MCP list')).to.deep.equal(truth.filter(inside));
+      expect((await client.listResources()).resources.map((r) => r.name), say('MCP resources/list')).to.deep.equal(truth.filter(inside));
+      const found = (await client.callTool({ name: 'search', arguments: { query: WORDS[0], limit: 100 } })) as CallToolResult;
+      const expected = await paged(base, `/search?q=${WORDS[0]}&prefix=${ns}/`, 'results');
+      expect((found.structuredContent as { results: Array<{ path: string }> }).results.map((r) => r.path).sort(), say('MCP search')).to.deep.equal(
+        expected.filter(inside).sort(),
+      );
       for (const p of PATHS.map((rel) => `${ns}/${rel}`)) {
         const read = (await client.callTool({ name: 'read', arguments: { path: p } })) as CallToolResult;
         expect(read.isError === true, say(`MCP read ${p}`)).to.equal(!(inside(p) && truth.includes(p)));
