@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'PATH_CONFLICT'
   | 'INVALID_PATH'
   | 'FORBIDDEN'
+  | 'SCOPE_REFUSED'
   | 'PRECONDITION_FAILED'
   | 'CONTENT_TOO_LARGE'
   | 'INVALID_INPUT'

@@ -210,7 +210,8 @@ const createKeyBody = {
   type: 'object',
   required: ['name', 'role'],
   additionalProperties: false,
-  properties: { name: { type: 'string' }, role: { type: 'string' } },
+  // scopes: folder paths, checked (count, form, overlaps) by the domain's validateScopes.
+  properties: { name: { type: 'string' }, role: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } } },
 } as const;
 
 /** Bodies are never coerced: `"content": 5` is an error, not "5". */
@@ -226,7 +227,7 @@ const validators = {
   moveOperation: strictAjv.compile<OperationBody & { op: 'move' }>(moveOperation),
   revertBody: strictAjv.compile<RevertBody>(revertBody),
   folderRuleBody: strictAjv.compile<{ requiredReadPermission?: string; requiredWritePermission?: string }>(folderRuleBody),
-  createKeyBody: strictAjv.compile<{ name: string; role: string }>(createKeyBody),
+  createKeyBody: strictAjv.compile<{ name: string; role: string; scopes?: string[] }>(createKeyBody),
   listQuery: ajv.compile<ListQuery>(listQuery),
   noQuery: ajv.compile<Record<string, never>>(noQuery),
   getItemQuery: ajv.compile<GetItemQuery>(getItemQuery),

@@ -149,8 +149,9 @@ export class Api {
     return (await this.call<{ keys: ApiKey[] }>('GET', '/keys')).keys;
   }
 
-  createKey(name: string, role: string): Promise<{ key: ApiKey; secret: string }> {
-    return this.call('POST', '/keys', { name, role });
+  /** `scopes` empty: a key for the whole organization (the field is left out). */
+  createKey(name: string, role: string, scopes: readonly string[] = []): Promise<{ key: ApiKey; secret: string }> {
+    return this.call('POST', '/keys', scopes.length > 0 ? { name, role, scopes } : { name, role });
   }
 
   async revokeKey(id: string): Promise<ApiKey> {

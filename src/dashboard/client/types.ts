@@ -27,6 +27,8 @@ export interface ApiKey {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** The folders the key is limited to; null: the whole organization. */
+  scopes: string[] | null;
 }
 
 export interface FolderRule {

@@ -15,6 +15,14 @@ export function keysView(ctx: Ctx): View {
   const undone = h('div', { class: 'undo-result', 'aria-live': 'polite' });
   const name = h('input', { id: 'key-name', name: 'name', type: 'text', required: true, maxlength: '100', autocomplete: 'off', placeholder: 'e.g. research-agent' });
   const role = h('select', { id: 'key-role', name: 'role' }, (Object.keys(ROLES) as Role[]).map((r) => h('option', { value: r, selected: r === 'reader' }, r)));
+  const scopes = h('input', {
+    id: 'key-scopes',
+    name: 'scopes',
+    type: 'text',
+    autocomplete: 'off',
+    placeholder: 'all folders; or e.g. docs/ notes/',
+    'aria-describedby': 'key-scopes-note',
+  });
   const formMessage = h('div', { role: 'alert', class: 'form-message' });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create key');
 
@@ -29,8 +37,11 @@ export function keysView(ctx: Ctx): View {
         const value = name.value.trim();
         if (!value) return formError(formMessage, 'Give the key a name (who or what will use it).', name);
         await sendForm(submit, formMessage, async () => {
-          const { key, secret } = await ctx.api.createKey(value, role.value);
+          // Folders separated by spaces or commas; none: the whole organization.
+          const folders = scopes.value.split(/[\s,]+/).filter((s) => s !== '');
+          const { key, secret } = await ctx.api.createKey(value, role.value, folders);
           name.value = '';
+          scopes.value = '';
           showSecret(key, secret);
           await load();
         });
@@ -42,8 +53,10 @@ export function keysView(ctx: Ctx): View {
       { class: 'fields' },
       h('div', { class: 'field grow' }, h('label', { for: 'key-name' }, 'Name'), name),
       h('div', { class: 'field' }, h('label', { for: 'key-role' }, 'Role'), role),
+      h('div', { class: 'field grow' }, h('label', { for: 'key-scopes' }, 'Scopes (optional)'), scopes),
       h('div', { class: 'field actions' }, submit),
     ),
+    h('p', { id: 'key-scopes-note', class: 'muted small' }, 'A scoped key sees and changes only items under its folders, and may not clone the repository or manage keys.'),
     formMessage,
   );
 
@@ -157,6 +170,7 @@ export function keysView(ctx: Ctx): View {
       const rows = sorted.map((k) => [
         h('span', { class: 'key-name' }, k.name),
         h('span', { class: `role role-${k.role}` }, k.role),
+        k.scopes ? h('span', { class: 'key-scopes' }, k.scopes.map((s) => h('code', { class: 'small-code' }, s))) : h('span', { class: 'muted' }, 'all folders'),
         h('code', { class: 'small-code' }, k.id),
         time(k.createdAt),
         time(k.lastUsedAt, 'never'),
@@ -168,7 +182,7 @@ export function keysView(ctx: Ctx): View {
           k.revokedAt ? null : h('button', { type: 'button', class: 'danger-outline small', 'data-key-id': k.id, onclick: () => void revoke(k) }, 'Revoke…'),
         ),
       ]);
-      replace(list, table('API keys of this organization, active first', ['Name', 'Role', 'Id', 'Created', 'Last used', 'Status', 'Actions'], rows, 'keys'));
+      replace(list, table('API keys of this organization, active first', ['Name', 'Role', 'Scopes', 'Id', 'Created', 'Last used', 'Status', 'Actions'], rows, 'keys'));
     } catch (err) {
       replace(list, errorBox(describeError(err), () => void load()));
     }
