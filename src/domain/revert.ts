@@ -10,6 +10,7 @@ import { requireRole } from './access.js';
 import { InvalidInput, KeyNotFound } from './errors.js';
 import { authorOf } from './items.js';
 import type { Actor } from './keys.js';
+import { requireUnscoped } from './scopes.js';
 import { planUndo, type TargetState } from './undo.js';
 
 /** What `POST /revert` undoes: one commit, or every commit one key made since a time. */
@@ -69,6 +70,9 @@ export async function revertChanges(args: {
 }): Promise<RevertResult> {
   const { repo, actor, target, clock = systemClock } = args;
   requireRole(actor, 'knowledge:admin');
+  // A commit, or a key's run of commits, spans folders; undoing only the part inside the scopes would
+  // leave a half revert, and reporting the rest as conflicts would name items the key may not see.
+  requireUnscoped(actor, 'revert changes (a change may span folders)');
   const conflicts: RevertConflict[] = [];
   const { commits, summary } =
     'commitId' in target ? oneCommit(repo, target.commitId) : await keyCommits({ repo, keys: args.keys, actor, ...target, now: clock() });

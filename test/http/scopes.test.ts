@@ -248,6 +248,16 @@ describe('HTTP scoped keys', function () {
       expect(listed.folders.map((f) => f.folder)).to.deep.equal(['docs/sub']);
     });
 
+    it('may not revert: 403, and no commit is made', async () => {
+      const refusal = 'Forbidden — a scoped key may not revert changes (a change may span folders); use a key without scopes';
+      const before = await commitCount(server.gitdir());
+      const since = new Date(Date.now() - 60_000).toISOString();
+      const keys = (await api(urlOf(server, '/keys'), { key: admin })).body?.data?.keys as Array<{ id: string }>;
+      expectError(await api(urlOf(server, '/revert'), { method: 'POST', key: scopedAdmin, body: { keyId: keys[0]?.id, since } }), 403, refusal);
+      expectError(await api(urlOf(server, '/revert'), { method: 'POST', key: scopedAdmin, body: { commitId: await head(server) } }), 403, refusal);
+      expect(await commitCount(server.gitdir())).to.equal(before);
+    });
+
     it('may not clone or fetch: 403 with a clear message', async () => {
       const work = await tmpDir('ks-scoped-clone');
       try {
