@@ -2,6 +2,7 @@ import { packageVersion } from '../common/packageInfo.js';
 import type { Logger } from '../common/log.js';
 import { systemClock, type Clock } from '../common/clock.js';
 import { createApp } from '../http/app.js';
+import { createExtractor } from './extraction.js';
 import { PromMetrics } from './promMetrics.js';
 import { listen } from '../http/listen.js';
 import type { FsPromises } from '../storage/fs/fs.js';
@@ -38,7 +39,7 @@ export async function startServer(args: {
   metrics?.readFrom(store.orgs);
   let http;
   try {
-    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion() });
+    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), extractor: createExtractor(config) });
     http = await listen({ handler: app.callback(), host: config.host, port: config.port });
   } catch (err) {
     await store.close();

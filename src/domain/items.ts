@@ -4,7 +4,7 @@ import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import type { ItemIntent, OrgRepo, RepoView } from '../storage/repo/orgRepo.js';
 import { canSee, readable, requestedRequirement, requireRole, requirement, type RuleSource } from './access.js';
-import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemNotFound, PathConflict, PreconditionFailed } from './errors.js';
+import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemKindConflict, ItemNotFound, PathConflict, PreconditionFailed } from './errors.js';
 import type { Actor } from './keys.js';
 import { ancestorFolders, validateFolderPrefix, validatePath } from './paths.js';
 import { can, highest, READ_REQUIREMENTS, WRITE_REQUIREMENTS } from './permissions.js';
@@ -192,6 +192,8 @@ export function planPut(
   // there), never whether the item is live or deleted, nor the permission it needs.
   if (!canSee(actor, current.record, v)) throw pathTaken(path);
   if (current.record.deletedAt !== null) throw new ItemInTrash({ path });
+  // A file item changes only by upload: its text alone would no longer match its original bytes.
+  if (current.record.itemType === 'file') throw new ItemKindConflict({ path, itemType: 'file' });
   requireChangeRights(actor, current.record, v);
   const tag = versionTag(current);
   if (put.ifNoneMatch !== undefined && tagMatches(put.ifNoneMatch, tag)) throw new PreconditionFailed({ path, reason: 'exists' });
@@ -278,7 +280,7 @@ export function requireChangeRights(actor: Actor, record: ItemRecord, rules: Rul
 }
 
 /** The answer to a role that would create where an item it may not read already is. */
-function pathTaken(path: string): PathConflict {
+export function pathTaken(path: string): PathConflict {
   return new PathConflict({ path, conflictsWith: path, reason: `Path conflict: "${path}" is taken` });
 }
 
@@ -294,7 +296,7 @@ export function checkPathFree(v: RepoView, actor: Actor, path: string): void {
 }
 
 /** An item cannot sit where a folder is, nor under an item (git has one entry per name). */
-function checkNoConflict(v: RepoView, path: string): void {
+export function checkNoConflict(v: Pick<RepoView, 'get' | 'hasEntriesUnder'>, path: string): void {
   for (const folder of ancestorFolders(path)) {
     if (v.get(folder)) {
       throw new PathConflict({ path, conflictsWith: folder, reason: `Path conflict: "${folder}" is an item, not a folder` });

@@ -9,7 +9,7 @@ import { HistoryLog } from './historyLog.js';
 import { loadIndex } from './indexLoader.js';
 import { IndexSnapshotFile, SnapshotCadence } from './indexSnapshot.js';
 import { ItemIndex, type IndexEntry } from './itemIndex.js';
-import { LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
+import { contentPath, LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
 import { Lru } from './lru.js';
 import { ObjectReader } from './objectReader.js';
 import { RepackSchedule } from './repackSchedule.js';
@@ -142,6 +142,11 @@ export class OrgRepo {
     return text;
   }
 
+  /** A file item's original bytes (the blob its record's `fileKey` names). */
+  readFile(fileKey: string): Promise<Buffer> {
+    return this.reader.blobBytes(fileKey);
+  }
+
   /** The commits of main, and of each item: answered from the history log, not by walking git. */
   get history(): HistoryLog {
     if (!this.historyLog) throw new Error(`repository ${this.orgId} is not loaded`);
@@ -154,7 +159,7 @@ export class OrgRepo {
     const recordOid = await this.reader.lookup(tree, LAYOUT.recordPath(path));
     if (!recordOid) return null;
     const record = parseRecord(await this.reader.blobText(recordOid), `${this.orgId}@${commitId}:${path}`);
-    const blobOid = await this.reader.lookup(tree, record.deletedAt ? LAYOUT.trashPath(path) : path);
+    const blobOid = await this.reader.lookup(tree, contentPath(record));
     return blobOid ? { record, blobOid } : null;
   }
 
