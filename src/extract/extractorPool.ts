@@ -85,7 +85,7 @@ export class ExtractorPool {
         void worker.terminate();
       };
       const fail = (reason: string): void => finish(() => reject(new ExtractionError(reason)));
-      const timer = setTimeout(() => fail(`it took longer than ${Math.round(timeoutMs / 1000)} s`), timeoutMs);
+      const timer = setTimeout(() => fail(`it took longer than ${timeoutMs} ms`), timeoutMs);
       worker.once('message', (answer: ExtractAnswer) => finish(() => (answer.ok ? resolve({ text: answer.text, blobOid: answer.blobOid }) : reject(new ExtractionError(answer.reason)))));
       worker.once('error', (err: Error & { code?: string }) =>
         fail(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `it needs more than ${maxHeapMb} MiB of memory` : 'the extractor failed on it'),

@@ -6,16 +6,10 @@ import { DOCX_TYPE, makeDocx, makePdf } from '../support/fileFixtures.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
 import { tmpDir } from '../support/tmp.js';
 import { cloneUrl, gitOk } from '../git/support.js';
+import { upload } from './fileHelpers.js';
 import { LIST, MSG, type Item } from './helpers.js';
 
-const FILES = '/api/v1/knowledge/files';
-
-/** PUT a file's raw bytes. */
-export async function upload(server: TestServer, key: string, path: string, bytes: Buffer, type: string, headers: Record<string, string> = {}): Promise<ApiResponse> {
-  const res = await fetch(`${server.url}${FILES}/${path}`, { method: 'PUT', headers: { Authorization: `Bearer ${key}`, 'Content-Type': type, ...headers }, body: bytes });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as ApiResponse['body']) : undefined };
-}
+import { FILES } from './fileHelpers.js';
 
 const itemOf = (res: ApiResponse): Item => (res.body?.data as { item: Item }).item;
 

@@ -55,7 +55,7 @@ function linkedImage(relId: string): string {
  * (`links`: relationship targets such as `file:///dev/zero`). `padding` adds a part of that many
  * zero bytes (a decompression bomb: it deflates to almost nothing).
  */
-export function makeDocx(args: { heading: string; paragraphs: string[]; links?: string[]; padding?: number }): Buffer {
+export function makeDocx(args: { heading: string; paragraphs: string[]; links?: string[]; padding?: number; document?: Uint8Array }): Buffer {
   const links = args.links ?? [];
   const body = [
     `<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>${args.heading}</w:t></w:r></w:p>`,
@@ -69,7 +69,7 @@ export function makeDocx(args: { heading: string; paragraphs: string[]; links?: 
   const files: Zippable = {
     '[Content_Types].xml': strToU8(CONTENT_TYPES),
     '_rels/.rels': strToU8(ROOT_RELS),
-    'word/document.xml': strToU8(document),
+    'word/document.xml': args.document ?? strToU8(document),
     'word/_rels/document.xml.rels': strToU8(rels),
   };
   if (args.padding) files['word/media/padding.bin'] = new Uint8Array(args.padding);
