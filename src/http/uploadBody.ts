@@ -68,7 +68,7 @@ function receiveMultipart(req: IncomingMessage, limit: number): Promise<Received
   return new Promise((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: req.headers, limits: { files: 1, fileSize: limit, fields: 20, fieldSize: 4096, parts: 40, headerPairs: 40 } });
+      parser = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { files: 1, fileSize: limit, fields: 20, fieldSize: 4096, parts: 40, headerPairs: 40 } });
     } catch {
       return reject(new InvalidInput({ reason: 'Malformed multipart body' }));
     }
