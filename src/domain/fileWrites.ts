@@ -8,7 +8,7 @@ import { ItemInTrash, ItemKindConflict, PreconditionFailed } from './errors.js';
 import { authorOf, checkNoConflict, pathTaken, requireChangeRights, tagMatches, view, type ItemView, type TagCondition } from './items.js';
 import type { Actor } from './keys.js';
 
-/** What a file put writes: the record's file fields, the text, and the bytes when they are new. */
+/** What a file put writes: the record's file fields (its bytes already stored as blob `fileKey`) and the text. */
 export interface FilePut {
   path: string;
   text: string;
@@ -16,7 +16,6 @@ export interface FilePut {
   fileName: string;
   contentType: string;
   fileSize: number;
-  bytes?: Uint8Array;
   message?: string;
   ifMatch?: TagCondition;
   ifNoneMatch?: TagCondition;
@@ -64,7 +63,7 @@ function planFilePut(v: RepoView, actor: Actor, put: FilePut, when: Date): { int
   const { path } = put;
   const fields = { itemType: 'file', fileKey: put.fileKey, fileName: put.fileName, contentType: put.contentType, fileSize: put.fileSize } as const;
   const author = authorOf(actor);
-  const base = { mutation: 'put', path, content: put.text, ...(put.bytes ? { fileBytes: put.bytes } : {}), author, when } as const;
+  const base = { mutation: 'put', path, content: put.text, author, when } as const;
   const current = v.get(path);
   const at = when.toISOString();
   if (!current) {

@@ -51,7 +51,10 @@ export async function putFile(
   const type = resolveFileType({ declared: input.contentType, detected, path });
   checkExisting(repo, actor, path);
   const { text, blobOid } = await input.extractor.extract({ bytes, kind: type.kind });
-  const put: FilePut = { path, text, fileKey: blobOid, fileName, contentType: type.mime, fileSize: bytes.byteLength, bytes, message, ifMatch: input.ifMatch, ifNoneMatch: input.ifNoneMatch };
+  // The bytes go in before the commit is queued (outside the write queue, off the event loop); a
+  // put refused in the queue leaves them as a dangling blob, which no tree names.
+  await repo.storeFile(bytes, blobOid);
+  const put: FilePut = { path, text, fileKey: blobOid, fileName, contentType: type.mime, fileSize: bytes.byteLength, message, ifMatch: input.ifMatch, ifNoneMatch: input.ifNoneMatch };
   return writeFilePut(repo, actor, put, clock);
 }
 

@@ -1,7 +1,7 @@
-import { extractText, getDocumentProxy } from 'unpdf';
-import mammoth from 'mammoth';
-import TurndownService from 'turndown';
 import { zipInflatedSize } from './zipSize.js';
+
+// The libraries are loaded by the kind that needs them: a worker starts for one file, and pdf.js
+// alone is megabytes of code that a text file's worker need not parse.
 
 /** The kinds of file whose text can be had (the domain's FileKind). */
 export type ExtractKind = 'pdf' | 'docx' | 'html' | 'text';
@@ -18,7 +18,7 @@ export interface ExtractLimits {
 
 /** Runs inside the extraction worker (extractWorker.ts): never on the server's event loop. */
 export async function extract(kind: ExtractKind, bytes: Uint8Array, limits: ExtractLimits): Promise<string> {
-  const text = kind === 'pdf' ? await pdfText(bytes, limits) : kind === 'docx' ? await docxText(bytes, limits) : kind === 'html' ? htmlText(utf8(bytes)) : utf8(bytes);
+  const text = kind === 'pdf' ? await pdfText(bytes, limits) : kind === 'docx' ? await docxText(bytes, limits) : kind === 'html' ? await htmlText(utf8(bytes)) : utf8(bytes);
   // NUL is no text, and the search index and JSON consumers are better without it.
   return kind === 'text' ? text : text.replaceAll('\u0000', '');
 }
@@ -35,6 +35,7 @@ function utf8(bytes: Uint8Array): string {
 }
 
 async function pdfText(bytes: Uint8Array, limits: ExtractLimits): Promise<string> {
+  const { extractText, getDocumentProxy } = await import('unpdf');
   let pdf;
   try {
     // No eval (pdf.js compiles fonts with it), no fonts nor workers of its own: text is all we want.
@@ -58,6 +59,7 @@ async function docxText(bytes: Uint8Array, limits: ExtractLimits): Promise<strin
   const inflated = zipInflatedSize(bytes);
   if (inflated === null) throw new NoText('the file is not a readable DOCX (its zip directory is damaged)');
   if (inflated > limits.maxInflatedBytes) throw new NoText(`the DOCX unpacks to ${inflated} bytes; at most ${limits.maxInflatedBytes} are read`);
+  const { default: mammoth } = await import('mammoth');
   let html: string;
   try {
     const result = await mammoth.convertToHtml(
@@ -73,7 +75,8 @@ async function docxText(bytes: Uint8Array, limits: ExtractLimits): Promise<strin
 }
 
 /** HTML → markdown (headings, lists, links and emphasis kept; scripts, styles and images dropped). */
-function htmlText(html: string): string {
+async function htmlText(html: string): Promise<string> {
+  const { default: TurndownService } = await import('turndown');
   const turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced' });
   turndown.remove(['script', 'style', 'noscript', 'iframe', 'object', 'embed', 'template', 'head']);
   turndown.addRule('noImages', { filter: 'img', replacement: (_content, node) => (node as { getAttribute(name: string): string | null }).getAttribute('alt') ?? '' });

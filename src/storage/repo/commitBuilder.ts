@@ -18,13 +18,11 @@ export interface ItemIntent {
   /** Where the item is after the commit. */
   path: string;
   record: ItemRecord;
-  /** New content, for `put` (a file item's extracted text). */
-  content?: string;
   /**
-   * A file item's original bytes, for a `put` that brings new ones (their blob id is the record's
-   * `fileKey`); absent when the record names a blob already stored (a rollback).
+   * New content, for `put` (a file item's extracted text; its original bytes are the blob the
+   * record's `fileKey` names, stored before the commit: see `OrgRepo.storeFile`).
    */
-  fileBytes?: Uint8Array;
+  content?: string;
   /** Where a live item is before a `move`. */
   from?: string;
   action: ItemAction;
@@ -183,8 +181,6 @@ function itemChanges(
     const content = intent.content ?? '';
     blobOid = stager.writeBlob(Buffer.from(content, 'utf8'));
     args.written.set(blobOid, content);
-    // A file's original bytes: new ones are written here; a rollback names a blob the repository already holds.
-    if (intent.fileBytes !== undefined && stager.writeBlob(intent.fileBytes) !== record.fileKey) throw new Error(`file bytes of ${path} are not blob ${String(record.fileKey)}`);
   } else {
     if (!before) throw new Error(`no entry at ${path} to ${intent.mutation}`);
     blobOid = before.blobOid;

@@ -2,6 +2,7 @@ import type { Logger } from '../../common/log.js';
 import { silentMetrics, type Metrics } from '../../common/metrics.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, RepackReport } from '../git/gitCli.js';
+import { readLooseBlob, writeLooseBlob } from '../git/looseObject.js';
 import { readRef } from '../git/refs.js';
 import { diffTreeFiles } from '../git/treeWalk.js';
 import { DerivedViews, type DerivedView } from './derivedViews.js';
@@ -142,9 +143,18 @@ export class OrgRepo {
     return text;
   }
 
+  /**
+   * Stores a file item's original bytes as blob `oid` (hashed by the caller), durably, before the
+   * commit that names it is queued: the large write happens outside the write queue.
+   */
+  storeFile(bytes: Uint8Array, oid: string): Promise<void> {
+    return writeLooseBlob({ fs: this.fs, gitdir: this.gitdir, oid, bytes });
+  }
+
   /** A file item's original bytes (the blob its record's `fileKey` names). */
-  readFile(fileKey: string): Promise<Buffer> {
-    return this.reader.blobBytes(fileKey);
+  async readFile(fileKey: string): Promise<Buffer> {
+    // Loose until the next repack: inflated off the event loop, and not loaded into git's pack cache.
+    return (await readLooseBlob({ fs: this.fs, gitdir: this.gitdir, oid: fileKey })) ?? this.reader.blobBytes(fileKey);
   }
 
   /** The commits of main, and of each item: answered from the history log, not by walking git. */
