@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { silentLogger } from '../../src/common/log.js';
@@ -26,7 +27,7 @@ describe('file items: verify and org import', function () {
     work = await tmpDir('ks-files-import');
   });
   after(async () => {
-    await server.close();
+    await server.close().catch(() => undefined);
     await restored?.close();
     await work.cleanup();
   });
@@ -76,6 +77,32 @@ describe('file items: verify and org import', function () {
     await fsckStrict(restored.gitdir());
   });
 
+  it('a restart that rebuilds the index and the search index from the tree finds file items as they were', async () => {
+    const admin = server.adminKey;
+    const moved = await api(`${server.url}${LIST}/move`, { method: 'POST', key: admin, body: { from: 'files/a.pdf', to: 'moved/a.pdf' } });
+    expect(moved.status, JSON.stringify(moved.body)).to.equal(200);
+    const before = await api(`${server.url}${LIST}/items/moved/a.pdf`, { key: admin });
+    const bytes = await readOriginal(server, 'moved/a.pdf');
+    const { dataDir } = server;
+    await server.server.close();
+    // Without the snapshot and the search index, both are rebuilt from the head commit's tree.
+    await rm(join(server.gitdir(), 'knowledge-index.json'), { force: true });
+    await rm(join(server.gitdir(), 'knowledge-search.sqlite'), { force: true });
+    const again = await startTestServer({ dataDir });
+    try {
+      const after = await api(`${again.url}${LIST}/items/moved/a.pdf`, { key: admin });
+      expect(after.body?.data).to.deep.equal(before.body?.data);
+      expect((await readOriginal(again, 'moved/a.pdf', admin)).equals(bytes)).to.equal(true);
+      const found = await api(`${again.url}${LIST}/search?q=import`, { key: admin });
+      expect((found.body?.data as { results: Array<{ path: string }> }).results.map((r) => r.path)).to.deep.equal(['moved/a.pdf']);
+      const tree = await git(['ls-tree', '-r', '--name-only', 'main'], { gitdir: again.gitdir() });
+      expect(tree.split('\n').filter((f) => f.includes('a.pdf'))).to.deep.equal(['.knowledge/items/moved/a.pdf', '.knowledge/text/moved/a.pdf', 'moved/a.pdf']);
+      expect((await git(['log', '--follow', '--format=%s', '--', 'moved/a.pdf'], { gitdir: again.gitdir() })).trim().split('\n')).to.deep.equal(['Move files/a.pdf to moved/a.pdf', 'Create files/a.pdf']);
+    } finally {
+      await again.close();
+    }
+  });
+
   async function importInto(source: string, orgId: string, dataDir = join(work.dir, `data-${orgId}`)) {
     const orgs = new OrgStore({ git: hostGit, fs, dataDir, logger: silentLogger });
     const keys = new KeyStore({ fs, dataDir, logger: silentLogger });
@@ -87,7 +114,7 @@ describe('file items: verify and org import', function () {
   }
 });
 
-async function readOriginal(server: TestServer, path: string): Promise<Buffer> {
-  const res = await fetch(`${server.url}${FILES}/${path}`, { headers: { Authorization: `Bearer ${server.adminKey}` } });
+async function readOriginal(server: TestServer, path: string, key = server.adminKey): Promise<Buffer> {
+  const res = await fetch(`${server.url}${FILES}/${path}`, { headers: { Authorization: `Bearer ${key}` } });
   return Buffer.from(await res.arrayBuffer());
 }
