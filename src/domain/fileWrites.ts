@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../common/clock.js';
-import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
+import { versionTag } from '../storage/repo/itemIndex.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
-import type { ItemIntent, OrgRepo, RepoView } from '../storage/repo/orgRepo.js';
+import type { OrgRepo, RepoView } from '../storage/repo/orgRepo.js';
 import { canSee } from './access.js';
 import { ItemInTrash, ItemKindConflict, PreconditionFailed } from './errors.js';
-import { authorOf, checkNoConflict, pathTaken, requireChangeRights, tagMatches, view, type ItemView, type TagCondition } from './items.js';
+import { authorOf, checkNoConflict, pathTaken, requireChangeRights, tagMatches, writePut, type ItemView, type PutPlan, type TagCondition } from './items.js';
 import type { Actor } from './keys.js';
 
 /** What a file put writes: the record's file fields (its bytes already stored as blob `fileKey`) and the text. */
@@ -41,25 +41,12 @@ export function rollbackFile(args: { repo: OrgRepo; actor: Actor; target: ItemVi
 }
 
 /** Writes a file put as one commit (none when nothing changes). */
-export async function writeFilePut(repo: OrgRepo, actor: Actor, put: FilePut, clock: Clock): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
-  let created = false;
-  let unchanged: IndexEntry | undefined;
-  const result = await repo.write((v) => {
-    const plan = planFilePut(v, actor, put, clock());
-    if (plan.intent === null) {
-      unchanged = plan.unchanged;
-      return null;
-    }
-    created = plan.created;
-    return plan.intent;
-  });
-  const entry = result.entry ?? unchanged;
-  if (!entry) throw new Error('write finished without an entry');
-  return { item: await view(repo, entry, true), created, commitId: result.commitId };
+export function writeFilePut(repo: OrgRepo, actor: Actor, put: FilePut, clock: Clock): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
+  return writePut(repo, (v) => planFilePut(v, actor, put, clock()));
 }
 
 /** Decides a file put against `v`, as `planPut` does a text one: the intent, none when nothing changes, or the refusal. */
-function planFilePut(v: RepoView, actor: Actor, put: FilePut, when: Date): { intent: ItemIntent; created: boolean } | { intent: null; unchanged: IndexEntry } {
+function planFilePut(v: RepoView, actor: Actor, put: FilePut, when: Date): PutPlan {
   const { path } = put;
   const fields = { itemType: 'file', fileKey: put.fileKey, fileName: put.fileName, contentType: put.contentType, fileSize: put.fileSize } as const;
   const author = authorOf(actor);

@@ -156,12 +156,7 @@ export function checkPut(actor: Actor, input: PutRequest): CheckedPut {
  * Decides a checked put against `v`: the intent that creates or updates the item, or none (with the
  * item as it is) when content and permissions equal what is stored. Throws the put's refusals.
  */
-export function planPut(
-  v: RepoView,
-  actor: Actor,
-  put: CheckedPut,
-  when: Date,
-): { intent: ItemIntent; created: boolean } | { intent: null; unchanged: IndexEntry } {
+export function planPut(v: RepoView, actor: Actor, put: CheckedPut, when: Date): PutPlan {
   const { path, content, message, read, write } = put;
   const current = v.get(path);
   const author = authorOf(actor);
@@ -220,16 +215,24 @@ export function planPut(
 export async function putItem(input: PutItemInput): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
   const { repo, actor, clock = systemClock } = input;
   const put = checkPut(actor, input);
+  return writePut(repo, (v) => planPut(v, actor, put, clock()));
+}
+
+/** What a put's plan decides: the intent, or none with the item as it is. */
+export type PutPlan = { intent: ItemIntent; created: boolean } | { intent: null; unchanged: IndexEntry };
+
+/** Runs a put's plan in the write queue (decided there, on the state it will commit on) and answers with the item after it. */
+export async function writePut(repo: OrgRepo, plan: (v: RepoView) => PutPlan): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
   let created = false;
   let unchanged: IndexEntry | undefined;
   const result = await repo.write((v) => {
-    const plan = planPut(v, actor, put, clock());
-    if (plan.intent === null) {
-      unchanged = plan.unchanged;
+    const decided = plan(v);
+    if (decided.intent === null) {
+      unchanged = decided.unchanged;
       return null;
     }
-    created = plan.created;
-    return plan.intent;
+    created = decided.created;
+    return decided.intent;
   });
   const entry = result.entry ?? unchanged;
   if (!entry) throw new Error('write finished without an entry');

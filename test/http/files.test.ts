@@ -115,6 +115,8 @@ describe('file items (contract §8): PUT/GET /api/v1/knowledge/files/{path}', fu
     const res = await api(`${server.url}${LIST}/items/docs/notes.txt`, { method: 'PUT', key: writer, body: { content: 'overwrite' } });
     expect(res.status).to.equal(409);
     expect(res.body?.error).to.equal('Path holds a file item');
+    const batch = await api(`${server.url}${LIST}/commits`, { method: 'POST', key: writer, body: { operations: [{ op: 'put', path: 'docs/other.md', content: 'x' }, { op: 'put', path: 'docs/notes.txt', content: 'y' }] } });
+    expect([batch.status, batch.body?.error, batch.body?.data]).to.deep.equal([409, 'Path holds a file item', { failedOperation: 1 }]);
     await api(`${server.url}${LIST}/items/plain/a.txt`, { method: 'PUT', key: writer, body: { content: 'text item' } });
     const up = await upload(server, writer, 'plain/a.txt', Buffer.from('file'), 'text/plain');
     expect(up.status).to.equal(409);
