@@ -20,13 +20,18 @@ const httpish = (status: number, type?: string): Error => Object.assign(new Erro
  * claims. A Content-Length over the limit is refused before anything is read.
  */
 export async function receiveUpload(req: IncomingMessage, limit: number): Promise<ReceivedFile> {
+  refuseEarly(req, limit);
+  const contentType = req.headers['content-type'] ?? '';
+  if (isMultipart(req)) return receiveMultipart(req, limit);
+  return { bytes: await readCapped(req, limit), contentType };
+}
+
+/** What the headers alone refuse: an encoded body (415), a declared length over the limit (413). */
+export function refuseEarly(req: IncomingMessage, limit: number): void {
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity') throw httpish(415);
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit + (isMultipart(req) ? MULTIPART_OVERHEAD : 0)) throw new ContentTooLarge({ bytes: declared, limit });
-  const contentType = req.headers['content-type'] ?? '';
-  if (isMultipart(req)) return receiveMultipart(req, limit);
-  return { bytes: await readCapped(req, limit), contentType };
 }
 
 /** Room for the part headers and boundaries around the file. */
@@ -100,4 +105,36 @@ function receiveMultipart(req: IncomingMessage, limit: number): Promise<Received
     req.once('aborted', () => fail(httpish(400, 'request.aborted')));
     req.pipe(parser);
   });
+}
+
+/**
+ * Uploads read into memory at once (each up to the file limit): the others wait for a slot before a
+ * byte of their body is read, their bytes held back by TCP in the kernel, so a burst of large uploads
+ * costs at most `size` bodies of memory, not one per request.
+ */
+export class UploadSlots {
+  private free: number;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(readonly size: number) {
+    this.free = size;
+  }
+
+  /** Uploads waiting for a slot. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /** Runs `fn` holding a slot (waiting for one first, in arrival order). */
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
+    }
+  }
 }

@@ -11,6 +11,22 @@ import { LIST, MSG, type Item } from './helpers.js';
 
 import { FILES } from './fileHelpers.js';
 
+/** PUT a body of `bytes` sent in chunks without Content-Length (chunked): only counting can refuse it. */
+async function streamed(server: TestServer, key: string, path: string, bytes: number): Promise<ApiResponse> {
+  const chunk = Buffer.alloc(64 * 1024, 97);
+  let sent = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent >= bytes) return controller.close();
+      sent += chunk.length;
+      controller.enqueue(chunk);
+    },
+  });
+  const res = await fetch(`${server.url}${FILES}/${path}`, { method: 'PUT', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'text/plain' }, body, duplex: 'half' } as RequestInit);
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: JSON.parse(text) as ApiResponse['body'] };
+}
+
 const itemOf = (res: ApiResponse): Item => (res.body?.data as { item: Item }).item;
 
 describe('file items (contract §8): PUT/GET /api/v1/knowledge/files/{path}', function () {
@@ -134,6 +150,7 @@ describe('file items (contract §8): PUT/GET /api/v1/knowledge/files/{path}', fu
       ['reader', () => upload(server, reader, 'r/a.pdf', pdf, 'application/pdf'), 403, MSG.forbiddenWrite],
       ['bad path', () => upload(server, writer, 'R/A.pdf', pdf, 'application/pdf'), 400, /^Invalid path/],
       ['too large', () => upload(server, writer, 'r/big.txt', Buffer.alloc(2 * 1024 * 1024 + 1, 97), 'text/plain'), 413, MSG.tooLarge],
+      ['too large, streamed without a length', () => streamed(server, writer, 'r/big.txt', 3 * 1024 * 1024), 413, MSG.tooLarge],
       ['png', () => upload(server, writer, 'r/a.png', Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), 'image/png'), 415, 'Unsupported file type: image/png'],
       ['png sent as text', () => upload(server, writer, 'r/a.txt', Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex'), Buffer.alloc(64)]), 'text/plain'), 415, 'Unsupported file type: image/png (sent as text/plain)'],
       ['text sent as pdf', () => upload(server, writer, 'r/a.pdf', Buffer.from('not a pdf'), 'application/pdf'), 415, 'Unsupported file type: application/pdf (the bytes are not one)'],

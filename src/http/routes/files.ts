@@ -1,12 +1,16 @@
+import { availableParallelism } from 'node:os';
 import Router from '@koa/router';
 import { getFile, putFile } from '../../domain/files.js';
 import { API_PREFIX, pathAfter, requirePermission, type RouteDeps } from './common.js';
 import { formatEtag, parseEtagCondition, presentItem } from '../presenters.js';
 import type { AppState } from '../state.js';
-import { receiveUpload } from '../uploadBody.js';
+import { receiveUpload, refuseEarly, UploadSlots } from '../uploadBody.js';
 import { validateQuery } from '../validation.js';
 
 const FILES_PREFIX = `${API_PREFIX}/files`;
+
+/** Uploads held in memory at once, from body to commit (see UploadSlots); two per core keeps extraction busy. */
+const UPLOADS_IN_MEMORY = 2 * availableParallelism();
 
 /**
  * File items (contract §8): `PUT` takes the original bytes (raw, or one multipart part named
@@ -16,24 +20,29 @@ const FILES_PREFIX = `${API_PREFIX}/files`;
 export function fileRoutes(options: Pick<RouteDeps, 'maxFileBytes' | 'extractor' | 'clock'>): Router<AppState> {
   const router = new Router<AppState>();
   const route = `${FILES_PREFIX}{/*path}`;
+  const slots = new UploadSlots(UPLOADS_IN_MEMORY);
 
   router.put(route, requirePermission('knowledge:write'), async (ctx) => {
     validateQuery.none(ctx.query);
     const path = pathAfter(ctx, FILES_PREFIX);
-    const upload = await receiveUpload(ctx.req, options.maxFileBytes);
     const { actor, repo } = ctx.state;
-    const { item } = await putFile({
-      repo,
-      actor,
-      path,
-      bytes: upload.bytes,
-      contentType: upload.contentType,
-      fileName: headerFileName(ctx.get('X-File-Name')) ?? upload.fileName,
-      ifMatch: parseEtagCondition(ctx.get('If-Match')),
-      ifNoneMatch: parseEtagCondition(ctx.get('If-None-Match')),
-      maxFileBytes: options.maxFileBytes,
-      extractor: options.extractor,
-      clock: options.clock,
+    // Refused before waiting for a slot: a body declared too large, or encoded.
+    refuseEarly(ctx.req, options.maxFileBytes);
+    const { item } = await slots.run(async () => {
+      const upload = await receiveUpload(ctx.req, options.maxFileBytes);
+      return putFile({
+        repo,
+        actor,
+        path,
+        bytes: upload.bytes,
+        contentType: upload.contentType,
+        fileName: headerFileName(ctx.get('X-File-Name')) ?? upload.fileName,
+        ifMatch: parseEtagCondition(ctx.get('If-Match')),
+        ifNoneMatch: parseEtagCondition(ctx.get('If-None-Match')),
+        maxFileBytes: options.maxFileBytes,
+        extractor: options.extractor,
+        clock: options.clock,
+      });
     });
     ctx.set('ETag', formatEtag(item.etag));
     ctx.body = { success: true, data: { item: presentItem(actor.orgId, item) } };
