@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { silentLogger } from '../../src/common/log.js';
@@ -56,6 +56,17 @@ describe('file items: verify and org import', function () {
     await git(['update-ref', 'refs/heads/main', commit], { gitdir: copy });
     const swapped = await orgs.verify('default', STORE_RULES, copy);
     expect(swapped.problems).to.deep.equal([`files/a.pdf: the file at files/a.pdf is not blob ${(await git(['rev-parse', 'main^:files/a.pdf'], { gitdir: copy })).trim()}`]);
+  });
+
+  it('a file item is a loose object until a repack, then read from the pack: the same bytes either way', async () => {
+    const item = (await api(`${server.url}${LIST}/items/files/a.pdf`, { key: server.adminKey })).body?.data as { item: { fileKey: string } };
+    const oid = item.item.fileKey;
+    const loose = join(server.gitdir(), 'objects', oid.slice(0, 2), oid.slice(2));
+    expect(await stat(loose).then(() => true, () => false), 'loose before the repack').to.equal(true);
+    const before = await readOriginal(server, 'files/a.pdf');
+    await git(['repack', '-a', '-d', '-q'], { gitdir: server.gitdir() });
+    expect(await stat(loose).then(() => true, () => false), 'packed after it').to.equal(false);
+    expect((await readOriginal(server, 'files/a.pdf')).equals(before)).to.equal(true);
   });
 
   it('org import from a clone brings file items back: bytes, text, record, trash', async () => {

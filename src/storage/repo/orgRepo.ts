@@ -54,7 +54,7 @@ export class OrgRepo {
     private readonly fs: FsPromises,
     readonly gitdir: string,
     private readonly logger: Logger,
-    git: GitCli | undefined,
+    private readonly git: GitCli | undefined,
     autoRepackObjects: number,
     metrics: Metrics,
   ) {
@@ -153,8 +153,11 @@ export class OrgRepo {
 
   /** A file item's original bytes (the blob its record's `fileKey` names). */
   async readFile(fileKey: string): Promise<Buffer> {
-    // Loose until the next repack: inflated off the event loop, and not loaded into git's pack cache.
-    return (await readLooseBlob({ fs: this.fs, gitdir: this.gitdir, oid: fileKey })) ?? this.reader.blobBytes(fileKey);
+    // Loose until the next repack: inflated off the event loop. Packed: C git reads that one object
+    // (isomorphic-git, the fallback where C git is not given, would cache the whole pack).
+    const loose = await readLooseBlob({ fs: this.fs, gitdir: this.gitdir, oid: fileKey });
+    if (loose) return loose;
+    return this.git ? this.git.catBlob(this.gitdir, fileKey) : this.reader.blobBytes(fileKey);
   }
 
   /** The commits of main, and of each item: answered from the history log, not by walking git. */
