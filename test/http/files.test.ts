@@ -170,6 +170,25 @@ describe('file items (contract §8): PUT/GET /api/v1/knowledge/files/{path}', fu
     await fsckStrict(gitdir);
   });
 
+  it('item permissions hold for files: a folder readable by admins only hides its files from others', async () => {
+    const admin = server.adminKey;
+    expect((await api(`${server.url}${LIST}/folders/board`, { method: 'PUT', key: admin, body: { requiredReadPermission: 'knowledge:admin' } })).status).to.equal(200);
+    expect((await upload(server, admin, 'board/minutes.txt', Buffer.from('secret minutes'), 'text/plain')).status).to.equal(200);
+    for (const key of [reader, writer]) {
+      const dl = await api(`${server.url}${FILES}/board/minutes.txt`, { key });
+      expect([dl.status, dl.body?.error]).to.deep.equal([404, MSG.notFound]);
+      const v1 = await api(`${server.url}${FILES}/board/minutes.txt?version=1`, { key });
+      expect(v1.status).to.equal(404);
+    }
+    const overwrite = await upload(server, writer, 'board/minutes.txt', Buffer.from('mine now'), 'text/plain');
+    expect(overwrite.status).to.equal(409);
+    expect(overwrite.body?.error).to.equal('Path conflict: "board/minutes.txt" is taken');
+    const create = await upload(server, writer, 'board/new.txt', Buffer.from('new'), 'text/plain');
+    expect([create.status, create.body?.error]).to.deep.equal([403, 'Forbidden — requires knowledge:admin permission']);
+    const own = await fetch(`${server.url}${FILES}/board/minutes.txt`, { headers: { Authorization: `Bearer ${admin}` } });
+    expect([own.status, await own.text()]).to.deep.equal([200, 'secret minutes']);
+  });
+
   it('trash, restore and purge move the original and keep the text; a clone shows the real file at its path', async () => {
     const admin = server.adminKey;
     expect((await api(`${server.url}${LIST}/items/docs/handbook.docx`, { method: 'DELETE', key: admin })).status).to.equal(200);
