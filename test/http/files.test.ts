@@ -157,6 +157,13 @@ describe('file items (contract §8): PUT/GET /api/v1/knowledge/files/{path}', fu
       ['pdf at .txt', () => upload(server, writer, 'r/a.txt', pdf, 'application/pdf'), 400, "The path's extension .txt does not fit application/pdf: use .pdf"],
       ['truncated pdf', () => upload(server, writer, 'r/cut.pdf', pdf.subarray(0, pdf.length >> 1), 'application/pdf'), 422, /^Could not extract text: /],
       ['not utf-8', () => upload(server, writer, 'r/bad.txt', Buffer.from([0x66, 0xff, 0xfe]), 'text/plain'), 422, 'Could not extract text: the file is not valid UTF-8 text'],
+      ['gzip body', () => upload(server, writer, 'r/z.txt', Buffer.from('x'), 'text/plain', { 'Content-Encoding': 'gzip' }), 415, 'Unsupported Content-Encoding'],
+      ['two parts', () => {
+        const form = new FormData();
+        form.append('file', new Blob(['a'], { type: 'text/plain' }), 'a.txt');
+        form.append('file', new Blob(['b'], { type: 'text/plain' }), 'b.txt');
+        return fetch(`${server.url}${FILES}/r/two.txt`, { method: 'PUT', headers: { Authorization: `Bearer ${writer}` }, body: form }).then(async (r) => ({ status: r.status, headers: r.headers, body: (await r.json()) as ApiResponse['body'] }));
+      }, 400, 'The multipart body must have exactly one part, named "file"'],
       ['bad name', () => upload(server, writer, 'r/a.txt', Buffer.from('x'), 'text/plain', { 'X-File-Name': 'a/b.txt' }), 400, /^File name must not contain/],
     ];
     for (const [name, send, status, error] of cases) {
