@@ -119,6 +119,12 @@ describe('file items (contract §8): PUT/GET /api/v1/knowledge/files/{path}', fu
     const same = await upload(server, writer, 'docs/report.pdf', v2, 'application/pdf');
     expect(same.status).to.equal(200);
     expect((await api(`${server.url}${LIST}/history/docs/report.pdf`, { key: reader }).then((r) => (r.body?.data as { versions: unknown[] }).versions.length))).to.equal(2);
+    const stale = await upload(server, writer, 'docs/report.pdf', await makePdf('Lost update'), 'application/pdf', { 'If-Match': '"0000"' });
+    expect([stale.status, stale.body?.error]).to.deep.equal([412, 'Precondition failed: the item has changed']);
+    const exists = await upload(server, writer, 'docs/report.pdf', pdf, 'application/pdf', { 'If-None-Match': '*' });
+    expect(exists.status).to.equal(412);
+    // Refused in the write queue, after its bytes went in: a dangling blob, which fsck --strict accepts.
+    await fsckStrict(server.gitdir());
     const back = await api(`${server.url}${LIST}/rollback`, { method: 'POST', key: writer, body: { path: 'docs/report.pdf', version: 1 } });
     expect(back.status, JSON.stringify(back.body)).to.equal(200);
     expect(itemOf(back).content).to.equal('Quarterly zebra report');
