@@ -1,3 +1,4 @@
+import type { RequestListener } from 'node:http';
 import { packageVersion } from '../common/packageInfo.js';
 import type { Logger } from '../common/log.js';
 import { systemClock, type Clock } from '../common/clock.js';
@@ -7,7 +8,7 @@ import { PromMetrics } from './promMetrics.js';
 import { listen } from '../http/listen.js';
 import type { FsPromises } from '../storage/fs/fs.js';
 import type { Config } from './config.js';
-import { openServingStore } from './store.js';
+import { openServingStore, type Store } from './store.js';
 
 export { DEFAULT_ORG } from './store.js';
 
@@ -33,16 +34,27 @@ export async function startServer(args: {
   clock?: Clock;
 }): Promise<RunningServer> {
   const { config, logger, announce = (line) => process.stdout.write(`${line}\n`), clock = systemClock } = args;
-  // Figures are kept only when someone may read them; the gauges read the store once it is open.
-  const metrics = config.metrics.mode === 'off' ? undefined : new PromMetrics();
-  const store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce, metrics });
-  metrics?.readFrom(store.orgs);
-  let http;
+  // The port is bound before the data directory is touched: a busy port (PortInUse) leaves nothing
+  // behind, so a first start that fails there has not printed, and lost, the one admin key.
+  // Requests that arrive while the store opens wait for it (they are answered once it is open).
+  let opened: (handler: RequestListener | null) => void = () => {};
+  const app = new Promise<RequestListener | null>((resolve) => (opened = resolve));
+  const http = await listen({ handler: (req, res) => void app.then((handler) => (handler ? handler(req, res) : res.destroy())), host: config.host, port: config.port });
+  let store: Store;
   try {
-    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), extractor: createExtractor(config) });
-    http = await listen({ handler: app.callback(), host: config.host, port: config.port });
+    // Figures are kept only when someone may read them; the gauges read the store once it is open.
+    const metrics = config.metrics.mode === 'off' ? undefined : new PromMetrics();
+    store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce, metrics });
+    metrics?.readFrom(store.orgs);
+    try {
+      opened(createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), extractor: createExtractor(config) }).callback());
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
   } catch (err) {
-    await store.close();
+    opened(null);
+    await http.close(0);
     throw err;
   }
   const { url, port } = http;

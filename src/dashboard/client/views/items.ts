@@ -4,6 +4,7 @@ import type { Ctx, Route, View } from '../context.js';
 import { empty, errorBox, h, loading, replace } from '../dom.js';
 import { buildTree, filterPaths, type TreeFolder } from '../tree.js';
 import type { Item } from '../types.js';
+import { itemEditor } from './editor.js';
 import { uploadForm } from './files.js';
 import { itemDetail } from './item.js';
 import { itemSearch } from './search.js';
@@ -23,6 +24,7 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
   const treeBox = h('div', { class: 'tree-box' });
   const detail = h('section', { class: 'detail-pane', 'aria-label': 'Open item' });
   const refresh = h('button', { type: 'button', class: 'secondary small', onclick: () => void loadTree() }, 'Refresh');
+  const create = h('button', { type: 'button', class: 'primary small', onclick: () => newItem() }, 'New item');
   const uploadBox = h('div', { class: 'upload-box', hidden: true });
   const uploadButton = h('button', { type: 'button', class: 'secondary small', onclick: () => toggleUpload() }, 'Upload a file');
   function toggleUpload(): void {
@@ -50,7 +52,7 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
   const treePane = h(
     'section',
     { class: 'tree-pane', 'aria-labelledby': 'items-heading' },
-    h('div', { class: 'pane-head' }, heading, h('div', { class: 'actions' }, uploadButton, refresh)),
+    h('div', { class: 'pane-head' }, heading, h('div', { class: 'pane-actions' }, create, uploadButton, refresh)),
     uploadBox,
     search.form,
     treePart,
@@ -82,7 +84,7 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
     const words = filter.value.trim();
     if (paths.length === 0) {
       replace(count);
-      replace(treeBox, empty('No items yet. Items are written through the API (PUT /api/v1/knowledge/items/{path}); they appear here once they exist.'));
+      replace(treeBox, empty('No items yet. Create one with “New item”, or write through the API (PUT /api/v1/knowledge/items/{path}).'));
       return;
     }
     const shown = filterPaths(paths, words);
@@ -118,6 +120,21 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
       ),
     );
     return [...folders, ...items];
+  }
+
+  /** The editor in the detail pane, for an item that does not exist yet. */
+  function newItem(): void {
+    layout.classList.add('has-selection');
+    replace(
+      detail,
+      itemEditor(ctx, {
+        onSaved: (item) => {
+          ctx.navigate(`#/items/${encodePath(item.path)}`);
+          void loadTree();
+        },
+        onCancel: () => showDetail(),
+      }),
+    );
   }
 
   function showDetail(): void {
