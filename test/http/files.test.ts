@@ -202,6 +202,19 @@ describe('file items (contract §8): PUT/GET /api/v1/knowledge/files/{path}', fu
     expect([own.status, await own.text()]).to.deep.equal([200, 'secret minutes']);
   });
 
+  it('a scoped key sees and uploads files only under its folders', async () => {
+    const made = await api(`${server.url}${LIST}/keys`, { method: 'POST', key: server.adminKey, body: { name: 'forms-only', role: 'writer', scopes: ['forms/'] } });
+    expect(made.status, JSON.stringify(made.body)).to.equal(200);
+    const scoped = made.body?.data?.secret as string;
+    expect((await upload(server, scoped, 'forms/scoped.txt', Buffer.from('in scope'), 'text/plain')).status).to.equal(200);
+    const outside = await upload(server, scoped, 'docs/scoped.txt', Buffer.from('out of scope'), 'text/plain');
+    expect(outside.status).to.be.oneOf([403, 404]);
+    const hidden = await api(`${server.url}${FILES}/docs/report.pdf`, { key: scoped });
+    expect([hidden.status, hidden.body?.error]).to.deep.equal([404, MSG.notFound]);
+    const seen = await fetch(`${server.url}${FILES}/forms/scoped.txt`, { headers: { Authorization: `Bearer ${scoped}` } });
+    expect([seen.status, await seen.text()]).to.deep.equal([200, 'in scope']);
+  });
+
   it('trash, restore and purge move the original and keep the text; a clone shows the real file at its path', async () => {
     const admin = server.adminKey;
     expect((await api(`${server.url}${LIST}/items/docs/handbook.docx`, { method: 'DELETE', key: admin })).status).to.equal(200);
