@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { Clock } from '../common/clock.js';
 import { versionTag } from '../storage/repo/itemIndex.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import type { OrgRepo, RepoView } from '../storage/repo/orgRepo.js';
 import { canSee } from './access.js';
 import { ItemInTrash, ItemKindConflict, PreconditionFailed } from './errors.js';
-import { authorOf, checkNoConflict, pathTaken, requireChangeRights, tagMatches, writePut, type ItemView, type PutPlan, type TagCondition } from './items.js';
+import { authorOf, checkNoConflict, newRecord, pathTaken, requireChangeRights, tagMatches, writePut, type ItemView, type PutPlan, type TagCondition } from './items.js';
 import type { Actor } from './keys.js';
 
 /** What a file put writes: the record's file fields (its bytes already stored as blob `fileKey`) and the text. */
@@ -56,19 +55,7 @@ function planFilePut(v: RepoView, actor: Actor, put: FilePut, when: Date): PutPl
   if (!current) {
     checkNoConflict(v, path);
     if (put.ifMatch !== undefined) throw new PreconditionFailed({ path, reason: 'changed' });
-    const record: ItemRecord = {
-      id: randomUUID(),
-      path,
-      ...fields,
-      requiredReadPermission: 'inherit',
-      requiredWritePermission: 'inherit',
-      createdAt: at,
-      createdBy: actor.keyId,
-      updatedAt: at,
-      updatedBy: actor.keyId,
-      deletedAt: null,
-      deletedBy: null,
-    };
+    const record = newRecord({ path, actor, when, kind: fields });
     requireChangeRights(actor, record, v);
     return { intent: { ...base, record, action: 'create', summary: put.message ?? `Create ${path}` }, created: true };
   }

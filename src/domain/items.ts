@@ -177,20 +177,7 @@ export function planPut(v: RepoView, actor: Actor, put: CheckedPut, when: Date):
   if (!current) {
     checkNoConflict(v, path);
     if (put.ifMatch !== undefined) throw new PreconditionFailed({ path, reason: 'changed' });
-    const at = when.toISOString();
-    const record: ItemRecord = {
-      id: randomUUID(),
-      path,
-      ...TEXT_ITEM,
-      requiredReadPermission: read ?? 'inherit',
-      requiredWritePermission: write ?? 'inherit',
-      createdAt: at,
-      createdBy: actor.keyId,
-      updatedAt: at,
-      updatedBy: actor.keyId,
-      deletedAt: null,
-      deletedBy: null,
-    };
+    const record = newRecord({ path, actor, when, kind: TEXT_ITEM, read, write });
     // A new item gets the requirements it will have (folder rules included): a role may not
     // create what it could then neither see nor change, such as a file in an admin-only folder.
     requireChangeRights(actor, record, v);
@@ -277,6 +264,31 @@ export async function deleteItem(args: { repo: OrgRepo; actor: Actor; path: stri
 }
 
 const TEXT_ITEM = { itemType: 'text', fileKey: null, fileName: null, contentType: null, fileSize: null } as const;
+
+/** The record of an item created now: a new id, its kind's fields (text, or a file's), `inherit` unless asked otherwise. */
+export function newRecord(args: {
+  path: string;
+  actor: Actor;
+  when: Date;
+  kind: Pick<ItemRecord, 'itemType' | 'fileKey' | 'fileName' | 'contentType' | 'fileSize'>;
+  read?: string;
+  write?: string;
+}): ItemRecord {
+  const at = args.when.toISOString();
+  return {
+    id: randomUUID(),
+    path: args.path,
+    ...args.kind,
+    requiredReadPermission: args.read ?? 'inherit',
+    requiredWritePermission: args.write ?? 'inherit',
+    createdAt: at,
+    createdBy: args.actor.keyId,
+    updatedAt: at,
+    updatedBy: args.actor.keyId,
+    deletedAt: null,
+    deletedBy: null,
+  };
+}
 
 /** Commits are authored by the key: its name, and its id where git wants an email. */
 export function authorOf(actor: Actor): { name: string; email: string } {
