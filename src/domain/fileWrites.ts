@@ -4,8 +4,9 @@ import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import type { OrgRepo, RepoView } from '../storage/repo/orgRepo.js';
 import { canSee } from './access.js';
 import { ItemInTrash, ItemKindConflict, PreconditionFailed } from './errors.js';
-import { authorOf, checkNoConflict, newRecord, pathTaken, requireChangeRights, tagMatches, writePut, type ItemView, type PutPlan, type TagCondition } from './items.js';
+import { authorOf, checkNoConflict, pathTaken, requireChangeRights, tagMatches, writePut, type ItemView, type PutPlan, type TagCondition } from './items.js';
 import type { Actor } from './keys.js';
+import { newRecord } from './records.js';
 
 /** What a file put writes: the record's file fields (its bytes already stored as blob `fileKey`) and the text. */
 export interface FilePut {

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../common/clock.js';
 import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
@@ -8,6 +7,7 @@ import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemKindConflict
 import type { Actor } from './keys.js';
 import { ancestorFolders, validateFolderPrefix, validatePath } from './paths.js';
 import { can, highest, READ_REQUIREMENTS, WRITE_REQUIREMENTS } from './permissions.js';
+import { newRecord } from './records.js';
 import { requireInScope, scopedPrefixes } from './scopes.js';
 
 /** An item as the domain hands it out: the record, the content when asked for, and its version tag. */
@@ -264,31 +264,6 @@ export async function deleteItem(args: { repo: OrgRepo; actor: Actor; path: stri
 }
 
 const TEXT_ITEM = { itemType: 'text', fileKey: null, fileName: null, contentType: null, fileSize: null } as const;
-
-/** The record of an item created now: a new id, its kind's fields (text, or a file's), `inherit` unless asked otherwise. */
-export function newRecord(args: {
-  path: string;
-  actor: Actor;
-  when: Date;
-  kind: Pick<ItemRecord, 'itemType' | 'fileKey' | 'fileName' | 'contentType' | 'fileSize'>;
-  read?: string;
-  write?: string;
-}): ItemRecord {
-  const at = args.when.toISOString();
-  return {
-    id: randomUUID(),
-    path: args.path,
-    ...args.kind,
-    requiredReadPermission: args.read ?? 'inherit',
-    requiredWritePermission: args.write ?? 'inherit',
-    createdAt: at,
-    createdBy: args.actor.keyId,
-    updatedAt: at,
-    updatedBy: args.actor.keyId,
-    deletedAt: null,
-    deletedBy: null,
-  };
-}
 
 /** Commits are authored by the key: its name, and its id where git wants an email. */
 export function authorOf(actor: Actor): { name: string; email: string } {
