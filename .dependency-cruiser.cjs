@@ -19,6 +19,13 @@ module.exports = {
       to: { path: '^src/(app|cli|http|domain|dashboard)/' },
     },
     {
+      name: 'extract-is-a-leaf',
+      severity: 'error',
+      comment: 'extract/ turns bytes into text in worker threads; app/ hands it to the domain as a TextExtractor.',
+      from: { path: '^src/extract/' },
+      to: { path: '^src/(app|cli|http|domain|storage|dashboard)/' },
+    },
+    {
       name: 'domain-below-http',
       severity: 'error',
       comment: 'domain/ holds the rules; it is called by HTTP and the CLI, never the other way.',

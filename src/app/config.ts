@@ -8,6 +8,12 @@ export interface Config {
   port: number;
   dataDir: string;
   maxContentBytes: number;
+  /** The largest file item upload, in bytes (contract §8: over it, 413). */
+  maxFileBytes: number;
+  /** A file's text extraction is stopped after this long (422). */
+  extractTimeoutMs: number;
+  /** The V8 heap an extraction may use, in MiB (over it, 422). */
+  extractMemoryMb: number;
   logLevel: LogLevel;
   /** Objects written (since the last repack) that trigger an automatic `git repack` of an organization; 200 packs do too (0 turns it off). */
   autoRepackObjects: number;
@@ -38,6 +44,9 @@ export interface ConfigOverrides {
   port?: string;
   dataDir?: string;
   maxContentBytes?: string;
+  maxFileBytes?: string;
+  extractTimeoutMs?: string;
+  extractMemoryMb?: string;
   logLevel?: string;
   autoRepackObjects?: string;
   rateLimitPerKey?: string;
@@ -57,6 +66,9 @@ export const DEFAULTS = {
   port: 3000,
   dataDir: './data',
   maxContentBytes: 1_048_576,
+  maxFileBytes: 25 * 1024 * 1024,
+  extractTimeoutMs: 30_000,
+  extractMemoryMb: 256,
   logLevel: 'info',
   autoRepackObjects: 10_000,
   // Generous on purpose, so the defaults never throttle a normal agent: a key may send a
@@ -76,6 +88,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
   const pick = (flag: string | undefined, name: string): string | undefined => flag ?? (env[name] || undefined);
   const port = integer(pick(overrides.port, 'PORT'), DEFAULTS.port, 'port', 0, 65535);
   const maxContentBytes = integer(pick(overrides.maxContentBytes, 'KNOWLEDGE_MAX_CONTENT_BYTES'), DEFAULTS.maxContentBytes, 'KNOWLEDGE_MAX_CONTENT_BYTES', 1, 64 * 1024 * 1024);
+  const maxFileBytes = integer(pick(overrides.maxFileBytes, 'KNOWLEDGE_MAX_FILE_BYTES'), DEFAULTS.maxFileBytes, 'KNOWLEDGE_MAX_FILE_BYTES', 1, 1024 * 1024 * 1024);
+  const extractTimeoutMs = integer(pick(overrides.extractTimeoutMs, 'KNOWLEDGE_EXTRACT_TIMEOUT_MS'), DEFAULTS.extractTimeoutMs, 'KNOWLEDGE_EXTRACT_TIMEOUT_MS', 100, 600_000);
+  const extractMemoryMb = integer(pick(overrides.extractMemoryMb, 'KNOWLEDGE_EXTRACT_MEMORY_MB'), DEFAULTS.extractMemoryMb, 'KNOWLEDGE_EXTRACT_MEMORY_MB', 32, 8192);
   const autoRepackObjects = integer(pick(overrides.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS'), DEFAULTS.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS', 0, 10_000_000);
   const perMinute = (flag: string | undefined, name: string, fallback: number): number => integer(pick(flag, name), fallback, name, 0, 10_000_000);
   const rateLimitPerKey = perMinute(overrides.rateLimitPerKey, 'KNOWLEDGE_RATE_LIMIT_PER_KEY', DEFAULTS.rateLimitPerKey);
@@ -103,6 +118,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     port,
     dataDir: resolve(pick(overrides.dataDir, 'KNOWLEDGE_DATA_DIR') ?? DEFAULTS.dataDir),
     maxContentBytes,
+    maxFileBytes,
+    extractTimeoutMs,
+    extractMemoryMb,
     logLevel,
     autoRepackObjects,
     search: searchSetting === 'on',

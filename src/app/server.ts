@@ -3,6 +3,7 @@ import { packageVersion } from '../common/packageInfo.js';
 import type { Logger } from '../common/log.js';
 import { systemClock, type Clock } from '../common/clock.js';
 import { createApp } from '../http/app.js';
+import { createExtractor } from './extraction.js';
 import { PromMetrics } from './promMetrics.js';
 import { listen } from '../http/listen.js';
 import type { FsPromises } from '../storage/fs/fs.js';
@@ -46,7 +47,7 @@ export async function startServer(args: {
     store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce, metrics });
     metrics?.readFrom(store.orgs);
     try {
-      opened(createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion() }).callback());
+      opened(createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), extractor: createExtractor(config) }).callback());
     } catch (err) {
       await store.close();
       throw err;

@@ -97,3 +97,24 @@ export class OperationFailed extends KnowledgeError<{ index: number; cause: Know
     super('OPERATION_FAILED', `operation ${data.index}: ${data.cause.message}`, data);
   }
 }
+
+/** A JSON write on a file item's path, or a file upload on a text item's: an item keeps its kind (contract §8). */
+export class ItemKindConflict extends KnowledgeError<{ path: string; itemType: 'text' | 'file' }> {
+  constructor(data: { path: string; itemType: 'text' | 'file' }) {
+    super('ITEM_KIND_CONFLICT', `Path holds a ${data.itemType} item`, data);
+  }
+}
+
+/** An upload of a type the store does not take, or whose bytes are of another type than declared. */
+export class UnsupportedFileType extends KnowledgeError<{ type: string }> {
+  constructor(data: { type: string }) {
+    super('UNSUPPORTED_FILE_TYPE', `Unsupported file type: ${data.type}`, data);
+  }
+}
+
+/** The upload's text could not be extracted (corrupt, encrypted, over the time or memory limit). */
+export class ExtractionFailed extends KnowledgeError<{ reason: string }> {
+  constructor(data: { reason: string }) {
+    super('EXTRACTION_FAILED', `Could not extract text: ${data.reason}`, data);
+  }
+}

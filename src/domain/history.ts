@@ -1,11 +1,12 @@
 import { createTwoFilesPatch } from 'diff';
-import type { Clock } from '../common/clock.js';
+import { systemClock, type Clock } from '../common/clock.js';
 import { isObjectId } from '../storage/git/objectFormat.js';
 import type { HistoryEntry } from '../storage/repo/historyLog.js';
 import type { IndexEntry } from '../storage/repo/itemIndex.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { canSee, requireRole } from './access.js';
 import { InvalidInput, ItemNotFound, VersionNotFound } from './errors.js';
+import { rollbackFile } from './fileWrites.js';
 import { putItem, type ItemView } from './items.js';
 import type { Actor } from './keys.js';
 import { validatePath } from './paths.js';
@@ -113,6 +114,8 @@ export async function rollback(args: {
   requireRole(actor, 'knowledge:write');
   const entry = visibleItem(repo, actor, args.path);
   const target = await itemAtVersion(repo, entry, versionAt(repo, entry, args.version));
+  // A file item goes back to that version's bytes, name and type with its text (the bytes are still stored).
+  if (target.record.itemType === 'file') return rollbackFile({ repo, actor, target, version: args.version, clock: args.clock ?? systemClock });
   const { item, commitId } = await putItem({
     repo,
     actor,

@@ -1,13 +1,13 @@
-import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../common/clock.js';
 import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import type { ItemIntent, OrgRepo, RepoView } from '../storage/repo/orgRepo.js';
 import { canSee, readable, requestedRequirement, requireRole, requirement, type RuleSource } from './access.js';
-import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemNotFound, PathConflict, PreconditionFailed } from './errors.js';
+import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemKindConflict, ItemNotFound, PathConflict, PreconditionFailed } from './errors.js';
 import type { Actor } from './keys.js';
 import { ancestorFolders, validateFolderPrefix, validatePath } from './paths.js';
 import { can, highest, READ_REQUIREMENTS, WRITE_REQUIREMENTS } from './permissions.js';
+import { newRecord } from './records.js';
 import { requireInScope, scopedPrefixes } from './scopes.js';
 
 /** An item as the domain hands it out: the record, the content when asked for, and its version tag. */
@@ -170,32 +170,14 @@ export function checkPut(actor: Actor, input: PutRequest): CheckedPut {
  * Decides a checked put against `v`: the intent that creates or updates the item, or none (with the
  * item as it is) when content and permissions equal what is stored. Throws the put's refusals.
  */
-export function planPut(
-  v: RepoView,
-  actor: Actor,
-  put: CheckedPut,
-  when: Date,
-): { intent: ItemIntent; created: boolean } | { intent: null; unchanged: IndexEntry } {
+export function planPut(v: RepoView, actor: Actor, put: CheckedPut, when: Date): PutPlan {
   const { path, content, message, read, write } = put;
   const current = v.get(path);
   const author = authorOf(actor);
   if (!current) {
     checkNoConflict(v, path);
     if (put.ifMatch !== undefined) throw new PreconditionFailed({ path, reason: 'changed' });
-    const at = when.toISOString();
-    const record: ItemRecord = {
-      id: randomUUID(),
-      path,
-      ...TEXT_ITEM,
-      requiredReadPermission: read ?? 'inherit',
-      requiredWritePermission: write ?? 'inherit',
-      createdAt: at,
-      createdBy: actor.keyId,
-      updatedAt: at,
-      updatedBy: actor.keyId,
-      deletedAt: null,
-      deletedBy: null,
-    };
+    const record = newRecord({ path, actor, when, kind: TEXT_ITEM, read, write });
     // A new item gets the requirements it will have (folder rules included): a role may not
     // create what it could then neither see nor change, such as a file in an admin-only folder.
     requireChangeRights(actor, record, v);
@@ -206,6 +188,8 @@ export function planPut(
   // there), never whether the item is live or deleted, nor the permission it needs.
   if (!canSee(actor, current.record, v)) throw pathTaken(path);
   if (current.record.deletedAt !== null) throw new ItemInTrash({ path });
+  // A file item changes only by upload: its text alone would no longer match its original bytes.
+  if (current.record.itemType === 'file') throw new ItemKindConflict({ path, itemType: 'file' });
   requireChangeRights(actor, current.record, v);
   const tag = versionTag(current);
   if (put.ifNoneMatch !== undefined && tagMatches(put.ifNoneMatch, tag)) throw new PreconditionFailed({ path, reason: 'exists' });
@@ -232,16 +216,24 @@ export function planPut(
 export async function putItem(input: PutItemInput): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
   const { repo, actor, clock = systemClock } = input;
   const put = checkPut(actor, input);
+  return writePut(repo, (v) => planPut(v, actor, put, clock()));
+}
+
+/** What a put's plan decides: the intent, or none with the item as it is. */
+export type PutPlan = { intent: ItemIntent; created: boolean } | { intent: null; unchanged: IndexEntry };
+
+/** Runs a put's plan in the write queue (decided there, on the state it will commit on) and answers with the item after it. */
+export async function writePut(repo: OrgRepo, plan: (v: RepoView) => PutPlan): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
   let created = false;
   let unchanged: IndexEntry | undefined;
   const result = await repo.write((v) => {
-    const plan = planPut(v, actor, put, clock());
-    if (plan.intent === null) {
-      unchanged = plan.unchanged;
+    const decided = plan(v);
+    if (decided.intent === null) {
+      unchanged = decided.unchanged;
       return null;
     }
-    created = plan.created;
-    return plan.intent;
+    created = decided.created;
+    return decided.intent;
   });
   const entry = result.entry ?? unchanged;
   if (!entry) throw new Error('write finished without an entry');
@@ -295,7 +287,7 @@ export function requireChangeRights(actor: Actor, record: ItemRecord, rules: Rul
 }
 
 /** The answer to a role that would create where an item it may not read already is. */
-function pathTaken(path: string): PathConflict {
+export function pathTaken(path: string): PathConflict {
   return new PathConflict({ path, conflictsWith: path, reason: `Path conflict: "${path}" is taken` });
 }
 
@@ -313,7 +305,7 @@ export function checkPathFree(v: RepoView, actor: Actor, path: string): void {
 }
 
 /** An item cannot sit where a folder is, nor under an item (git has one entry per name). */
-function checkNoConflict(v: RepoView, path: string): void {
+export function checkNoConflict(v: Pick<RepoView, 'get' | 'hasEntriesUnder'>, path: string): void {
   for (const folder of ancestorFolders(path)) {
     if (v.get(folder)) {
       throw new PathConflict({ path, conflictsWith: folder, reason: `Path conflict: "${folder}" is an item, not a folder` });

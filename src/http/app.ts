@@ -2,6 +2,7 @@ import Koa from 'koa';
 import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
 import { silentMetrics, type Metrics, type MetricsAccess } from '../common/metrics.js';
+import type { TextExtractor } from '../domain/files.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
 import { requireApiKey } from './middleware/auth.js';
@@ -15,6 +16,7 @@ import { changeRoutes } from './routes/changes.js';
 import { searchRoutes } from './routes/search.js';
 import type { RouteDeps } from './routes/common.js';
 import { dashboardRoutes } from './routes/dashboard.js';
+import { fileRoutes } from './routes/files.js';
 import { folderRoutes } from './routes/folders.js';
 import { gitRoutes } from './routes/git.js';
 import { healthRoutes } from './routes/health.js';
@@ -31,6 +33,8 @@ import type { AppState } from './state.js';
 /** The settings the HTTP layer reads (the server's Config has them, among others). */
 export interface HttpSettings {
   maxContentBytes: number;
+  /** The largest file upload (contract §8). */
+  maxFileBytes: number;
   rateLimitPerKey: number;
   rateLimitPerKeyBurst: number;
   rateLimitAuthFailures: number;
@@ -58,6 +62,8 @@ export interface AppDeps {
   dashboardDir?: string;
   /** The version the MCP server reports (this package's, read by app/). */
   version: string;
+  /** Gets the text out of uploaded files (app/ runs it in worker threads). */
+  extractor: TextExtractor;
 }
 
 /**
@@ -75,14 +81,14 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const failedAuth = limitFailedAuthentication({ perMinute: config.rateLimitAuthFailures, burst: config.rateLimitAuthFailuresBurst });
   const perKey = limitPerKey({ perMinute: config.rateLimitPerKey, burst: config.rateLimitPerKeyBurst });
   const metrics = deps.metrics ?? silentMetrics;
-  const routeDeps: RouteDeps = { ...deps, metrics, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes };
+  const routeDeps: RouteDeps = { ...deps, metrics, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes, maxFileBytes: config.maxFileBytes };
   const auth = requireApiKey(routeDeps);
   // Failures are counted per address (past its allowance an address's failures are 429, its valid keys still
   // served); a good key then spends its own quota.
   const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));
-  // One route file per domain file: health probes, items, moves, commits, reverts, history, trash, folders, changes, keys, git access, the dashboard.
+  // One route file per domain file: health probes, items, files, moves, commits, reverts, history, trash, folders, changes, keys, git access, the dashboard.
   const router = itemRoutes(routeDeps);
-  for (const routes of [healthRoutes, moveRoutes, commitRoutes, revertRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
+  for (const routes of [healthRoutes, fileRoutes, moveRoutes, commitRoutes, revertRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
     router.use(routes(routeDeps).routes());
   }
   router.use(metricsRoutes({ access: config.metrics, exposition: deps.metricsExposition }).routes());

@@ -81,6 +81,13 @@ const getItemQuery = {
   properties: { version: { type: 'integer', minimum: 1 }, ref: { type: 'string', minLength: 1, maxLength: 64 } },
 } as const;
 
+/** `GET /files/{path}`: the original bytes now, or of the n-th version. */
+const getFileQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { version: { type: 'integer', minimum: 1 } },
+} as const;
+
 const diffQuery = {
   type: 'object',
   required: ['from', 'to'],
@@ -231,6 +238,7 @@ const validators = {
   listQuery: ajv.compile<ListQuery>(listQuery),
   noQuery: ajv.compile<Record<string, never>>(noQuery),
   getItemQuery: ajv.compile<GetItemQuery>(getItemQuery),
+  getFileQuery: ajv.compile<{ version?: number }>(getFileQuery),
   diffQuery: ajv.compile<{ from: number; to: number }>(diffQuery),
   changesQuery: ajv.compile<{ since?: string }>(changesQuery),
   searchQuery: ajv.compile<SearchQuery>(searchQuery),
@@ -286,6 +294,7 @@ export const validateQuery = {
   list: (query: Record<string, unknown>): ListQuery => check(validators.listQuery, { ...query }, 'query parameter'),
   none: (query: Record<string, unknown>): void => void check(validators.noQuery, { ...query }, 'query parameter'),
   getItem: (query: Record<string, unknown>): GetItemQuery => check(validators.getItemQuery, { ...query }, 'query parameter'),
+  getFile: (query: Record<string, unknown>): { version?: number } => check(validators.getFileQuery, { ...query }, 'query parameter'),
   diff: (query: Record<string, unknown>) => check(validators.diffQuery, { ...query }, 'query parameter'),
   changes: (query: Record<string, unknown>) => check(validators.changesQuery, { ...query }, 'query parameter'),
   search: (query: Record<string, unknown>): SearchQuery => check(validators.searchQuery, { ...query }, 'query parameter'),

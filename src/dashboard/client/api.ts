@@ -34,13 +34,15 @@ export class Api {
   /** A call whose request carries extra headers (If-Match) and whose answer's headers are wanted (ETag). */
   async send<T>(method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<{ data: T; headers: Headers }> {
     const headers: Record<string, string> = { ...extra, Authorization: `Bearer ${this.key}`, Accept: 'application/json' };
-    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    // A form (a file upload) sets its own multipart Content-Type with the boundary.
+    const form = body instanceof FormData;
+    if (body !== undefined && !form) headers['Content-Type'] = 'application/json';
     let res: Response;
     try {
       res = await fetch(`${BASE}${path}`, {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body === undefined ? undefined : form ? body : JSON.stringify(body),
         cache: 'no-store',
         credentials: 'omit',
         redirect: 'error',
@@ -80,6 +82,26 @@ export class Api {
   async getItem(path: string, version?: number): Promise<Item> {
     const query = version === undefined ? '' : `?version=${version}`;
     return (await this.call<{ item: Item }>('GET', `/items/${encodePath(path)}${query}`)).item;
+  }
+
+  /** Uploads a file as the item at `path` (multipart, one part named "file"; its name is the file's). */
+  async uploadFile(path: string, file: File): Promise<Item> {
+    const form = new FormData();
+    form.append('file', file, file.name);
+    return (await this.call<{ item: Item }>('PUT', `/files/${encodePath(path)}`, form)).item;
+  }
+
+  /** A file item's original bytes (the key travels as a header, so a plain link cannot fetch them). */
+  async downloadFile(path: string): Promise<Blob> {
+    let res: Response;
+    try {
+      res = await fetch(`${BASE}/files/${encodePath(path)}`, { headers: { Authorization: `Bearer ${this.key}` }, cache: 'no-store', credentials: 'omit', redirect: 'error' });
+    } catch {
+      throw new ApiError(0, 'Cannot reach the server. Check that it is running and try again.');
+    }
+    if (res.ok) return res.blob();
+    const envelope = (await res.json().catch(() => undefined)) as { error?: unknown } | undefined;
+    throw new ApiError(res.status, typeof envelope?.error === 'string' ? envelope.error : `Unexpected answer from the server (HTTP ${res.status})`);
   }
 
   /** The item with its ETag, the version an edit is based on. */

@@ -6,6 +6,11 @@ export interface Item {
   path: string;
   content?: string;
   itemType: string;
+  /** File items only (null for text items): the original's blob id, name, MIME type and size in bytes. */
+  fileKey?: string | null;
+  fileName?: string | null;
+  contentType?: string | null;
+  fileSize?: number | null;
   requiredReadPermission: string;
   requiredWritePermission: string | null;
   createdAt: string;

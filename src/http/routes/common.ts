@@ -2,6 +2,7 @@ import bodyParser from 'koa-bodyparser';
 import type { Middleware, ParameterizedContext } from 'koa';
 import { requireRole } from '../../domain/access.js';
 import { InvalidPath } from '../../domain/errors.js';
+import type { TextExtractor } from '../../domain/files.js';
 import type { Permission } from '../../domain/permissions.js';
 import type { Clock } from '../../common/clock.js';
 import type { Logger } from '../../common/log.js';
@@ -22,6 +23,10 @@ export interface RouteDeps {
   clock: Clock;
   /** The largest item content, in bytes. */
   maxContentBytes: number;
+  /** The largest file upload, in bytes. */
+  maxFileBytes: number;
+  /** Gets the text out of uploaded files (off the event loop). */
+  extractor: TextExtractor;
   /** Where the built dashboard lives. */
   dashboardDir?: string;
 }

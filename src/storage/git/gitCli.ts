@@ -94,6 +94,21 @@ export class GitCli {
     });
   }
 
+  /**
+   * A blob's bytes through `git cat-file`: C git reads one object of a pack by its index, where
+   * isomorphic-git would load (and cache) the whole pack, which holds every file item once repacked.
+   */
+  catBlob(gitdir: string, oid: string): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      execFile(
+        'git',
+        ['--git-dir', gitdir, 'cat-file', 'blob', oid],
+        { encoding: 'buffer', maxBuffer: 2 * 1024 * 1024 * 1024, timeout: 5 * 60_000, env: { ...this.env, GIT_TERMINAL_PROMPT: '0' } },
+        (err, stdout, stderr) => (err ? reject(new Error(`git cat-file blob ${oid} failed: ${stderr.toString('utf8').trim() || err.message}`)) : resolve(stdout)),
+      );
+    });
+  }
+
   /** `git count-objects -v`, parsed. */
   async countObjects(gitdir: string): Promise<ObjectCounts> {
     const { code, output } = await this.run(['--git-dir', gitdir, 'count-objects', '-v']);

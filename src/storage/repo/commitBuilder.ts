@@ -2,7 +2,7 @@ import { formatCommitMessage, formatFolderCommitMessage, type ItemAction, type I
 import { historyEntry, type HistoryEntry } from './historyLog.js';
 import { blobObject } from '../git/objectFormat.js';
 import { IndexOverlay, type IndexEntry, type IndexView } from './itemIndex.js';
-import { LAYOUT, serializeFolderRule, serializeRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
+import { contentFiles, LAYOUT, serializeFolderRule, serializeRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
 import type { ObjectStager } from '../git/objectStager.js';
 import type { TreeChange, TreeEditor } from '../git/treeEditor.js';
 
@@ -18,7 +18,10 @@ export interface ItemIntent {
   /** Where the item is after the commit. */
   path: string;
   record: ItemRecord;
-  /** New content, for `put`. */
+  /**
+   * New content, for `put` (a file item's extracted text; its original bytes are the blob the
+   * record's `fileKey` names, stored before the commit: see `OrgRepo.storeFile`).
+   */
   content?: string;
   /** Where a live item is before a `move`. */
   from?: string;
@@ -170,35 +173,33 @@ function itemChanges(
 ): { changes: TreeChange[]; entry: IndexEntry | null; message: string } {
   const { path, record } = intent;
   const { stager } = args;
-  const current = args.overlay.get(path);
-  const changes: TreeChange[] = [];
+  // Where the item's content is before the commit (at `from` for a move) and its content blob.
+  const before = intent.mutation === 'move' ? (intent.from === undefined ? undefined : args.overlay.get(intent.from)) : args.overlay.get(path);
+  if (intent.mutation === 'move' && (!before || intent.from === path)) throw new Error(`no other entry at ${String(intent.from)} to move to ${path}`);
   let blobOid: string;
   if (intent.mutation === 'put') {
     const content = intent.content ?? '';
     blobOid = stager.writeBlob(Buffer.from(content, 'utf8'));
     args.written.set(blobOid, content);
-    changes.push({ path, oid: blobOid });
-  } else if (intent.mutation === 'move') {
-    const from = intent.from === undefined ? undefined : args.overlay.get(intent.from);
-    if (!from || intent.from === undefined || intent.from === path) throw new Error(`no other entry at ${String(intent.from)} to move to ${path}`);
-    blobOid = from.blobOid;
-    changes.push({ path: intent.from, oid: null }, { path: LAYOUT.recordPath(intent.from), oid: null }, { path, oid: blobOid });
   } else {
-    if (!current) throw new Error(`no entry at ${path} to ${intent.mutation}`);
-    blobOid = current.blobOid;
-    changes.push(
-      { path, oid: intent.mutation === 'restore' ? blobOid : null },
-      { path: LAYOUT.trashPath(path), oid: intent.mutation === 'trash' ? blobOid : null },
-    );
+    if (!before) throw new Error(`no entry at ${path} to ${intent.mutation}`);
+    blobOid = before.blobOid;
   }
+  // Every file that held the item's content goes, then every file that holds it now comes (the
+  // same path in both is simply replaced): text items have one such file, file items two.
+  const placed = new Map<string, string | null>();
+  if (before) for (const file of contentFiles(before.record, before.blobOid)) placed.set(file.path, null);
+  if (intent.mutation === 'move' && intent.from !== undefined) placed.set(LAYOUT.recordPath(intent.from), null);
   let entry: IndexEntry | null = null;
   if (intent.mutation === 'purge') {
-    changes.push({ path: LAYOUT.recordPath(path), oid: null });
+    placed.set(LAYOUT.recordPath(path), null);
   } else {
+    for (const file of contentFiles(record, blobOid)) placed.set(file.path, file.oid);
     const recordOid = stager.writeBlob(Buffer.from(serializeRecord(record), 'utf8'));
-    changes.push({ path: LAYOUT.recordPath(path), oid: recordOid });
+    placed.set(LAYOUT.recordPath(path), recordOid);
     entry = { record, blobOid, recordOid };
   }
+  const changes: TreeChange[] = [...placed].map(([file, oid]) => ({ path: file, oid }));
   const fromPath = intent.mutation === 'move' ? intent.from : undefined;
   const message = formatCommitMessage(intent.summary, { itemId: record.id, itemPath: path, action: intent.action, ...(fromPath ? { fromPath } : {}) });
   return { changes, entry, message };

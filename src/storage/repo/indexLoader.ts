@@ -3,7 +3,7 @@ import { mapLimit } from '../fs/durable.js';
 import { diffTreeFiles, listTreeFiles } from '../git/treeWalk.js';
 import type { IndexSnapshot, IndexSnapshotFile } from './indexSnapshot.js';
 import { ItemIndex, type IndexEntry } from './itemIndex.js';
-import { LAYOUT, parseFolderRule, parseRecord } from './itemRecord.js';
+import { contentPath, LAYOUT, parseFolderRule, parseRecord } from './itemRecord.js';
 import type { ObjectReader } from './objectReader.js';
 
 /** What a repository is at its head: the index, and the head's root tree. */
@@ -106,7 +106,7 @@ class Loader {
   /** The index entry of the item whose record is `recordOid`, or null (reported) when record and tree disagree. */
   private async entryAt(path: string, recordOid: string, blobAt: (path: string) => Promise<string | undefined>): Promise<IndexEntry | null> {
     const record = parseRecord(await this.reader.blobText(recordOid), `${this.orgId}:${LAYOUT.recordPath(path)}`);
-    const blobOid = await blobAt(record.deletedAt ? LAYOUT.trashPath(path) : path);
+    const blobOid = await blobAt(contentPath(record));
     if (record.path !== path || !blobOid) {
       this.logger.warn('item record and tree disagree; item left out', { org: this.orgId, path });
       return null;

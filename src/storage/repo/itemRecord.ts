@@ -31,26 +31,52 @@ const RULE_FILE = '.rule.json';
 export const LAYOUT = {
   /** `.knowledge/items/<path>` holds the record of the item at `<path>` (live or in the trash). */
   recordPath: (path: string): string => `.knowledge/items/${path}`,
-  /** `.trash/<path>` holds the content of a soft-deleted item. */
+  /** `.trash/<path>` holds the content of a soft-deleted item (a file item's original bytes). */
   trashPath: (path: string): string => `.trash/${path}`,
+  /**
+   * `.knowledge/text/<path>` holds a file item's extracted text (its content), live or in the trash:
+   * the original bytes keep the item's path, so a clone shows the real file there.
+   */
+  textPath: (path: string): string => `.knowledge/text/${path}`,
   /** `.knowledge/folders/<folder>/.rule.json`: a folder's rule ("." never starts a folder name, so it cannot collide). */
   folderRulePath: (folder: string): string => `${FOLDERS_ROOT}/${folder}/${RULE_FILE}`,
   /** The folder whose rule the file at `file` holds, or undefined when it holds none. */
   folderOfRulePath: (file: string): string | undefined =>
     file.startsWith(`${FOLDERS_ROOT}/`) && file.endsWith(`/${RULE_FILE}`) ? file.slice(FOLDERS_ROOT.length + 1, -RULE_FILE.length - 1) : undefined,
   /**
-   * The item that a file of the tree belongs to (its content, its record, or
-   * its content in the trash), or undefined for the store's own files.
+   * The item that a file of the tree belongs to (its content, its record, its
+   * content in the trash, or a file item's text), or undefined for the store's own files.
    */
   itemOfPath: (file: string): string | undefined => {
-    for (const root of ['.knowledge/items/', '.trash/']) if (file.startsWith(root)) return file.slice(root.length);
+    for (const root of ['.knowledge/items/', '.trash/', '.knowledge/text/']) if (file.startsWith(root)) return file.slice(root.length);
     return file.startsWith('.') ? undefined : file;
   },
   itemsRoot: '.knowledge/items',
+  textRoot: '.knowledge/text',
   trashRoot: '.trash',
   /** Marks the repository as a knowledge store and names the format version. */
   configPath: '.knowledge/config.json',
 } as const;
+
+/**
+ * The files of the tree that hold an item's content, given where its record says it is: a text
+ * item's content at its path (or under `.trash/`); a file item's original bytes there (blob
+ * `fileKey`) and its extracted text (`textOid`) under `.knowledge/text/`.
+ */
+export function contentFiles(record: ItemRecord, textOid: string): Array<{ path: string; oid: string }> {
+  const at = record.deletedAt ? LAYOUT.trashPath(record.path) : record.path;
+  if (record.itemType !== 'file' || record.fileKey === null) return [{ path: at, oid: textOid }];
+  return [
+    { path: at, oid: record.fileKey },
+    { path: LAYOUT.textPath(record.path), oid: textOid },
+  ];
+}
+
+/** The file of the tree that holds the item's content (text): what the index's `blobOid` names. */
+export function contentPath(record: ItemRecord): string {
+  if (record.itemType === 'file') return LAYOUT.textPath(record.path);
+  return record.deletedAt ? LAYOUT.trashPath(record.path) : record.path;
+}
 
 export const STORE_CONFIG = { format: 'knowledge-store', version: 1 } as const;
 

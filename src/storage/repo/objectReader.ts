@@ -31,8 +31,12 @@ export class ObjectReader {
   }
 
   async blobText(oid: string): Promise<string> {
+    return (await this.blobBytes(oid)).toString('utf8');
+  }
+
+  async blobBytes(oid: string): Promise<Buffer> {
     const { blob } = await this.fromGit((cache) => git.readBlob({ fs: this.gitFs, gitdir: this.gitdir, oid, cache }));
-    return Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength).toString('utf8');
+    return Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
   }
 
   async commit(oid: string): Promise<CommitFacts & { tree: string }> {

@@ -2,6 +2,7 @@ import type { Logger } from '../../common/log.js';
 import { silentMetrics, type Metrics } from '../../common/metrics.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, RepackReport } from '../git/gitCli.js';
+import { readLooseBlob, writeLooseBlob } from '../git/looseObject.js';
 import { readRef } from '../git/refs.js';
 import { diffTreeFiles } from '../git/treeWalk.js';
 import { DerivedViews, type DerivedView } from './derivedViews.js';
@@ -9,7 +10,7 @@ import { HistoryLog } from './historyLog.js';
 import { loadIndex } from './indexLoader.js';
 import { IndexSnapshotFile, SnapshotCadence } from './indexSnapshot.js';
 import { ItemIndex, type IndexEntry } from './itemIndex.js';
-import { LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
+import { contentPath, LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
 import { Lru } from './lru.js';
 import { ObjectReader } from './objectReader.js';
 import { RepackSchedule } from './repackSchedule.js';
@@ -53,7 +54,7 @@ export class OrgRepo {
     private readonly fs: FsPromises,
     readonly gitdir: string,
     private readonly logger: Logger,
-    git: GitCli | undefined,
+    private readonly git: GitCli | undefined,
     autoRepackObjects: number,
     metrics: Metrics,
   ) {
@@ -142,6 +143,23 @@ export class OrgRepo {
     return text;
   }
 
+  /**
+   * Stores a file item's original bytes as blob `oid` (hashed by the caller), durably, before the
+   * commit that names it is queued: the large write happens outside the write queue.
+   */
+  storeFile(bytes: Uint8Array, oid: string): Promise<void> {
+    return writeLooseBlob({ fs: this.fs, gitdir: this.gitdir, oid, bytes });
+  }
+
+  /** A file item's original bytes (the blob its record's `fileKey` names). */
+  async readFile(fileKey: string): Promise<Buffer> {
+    // Loose until the next repack: inflated off the event loop. Packed: C git reads that one object
+    // (isomorphic-git, the fallback where C git is not given, would cache the whole pack).
+    const loose = await readLooseBlob({ fs: this.fs, gitdir: this.gitdir, oid: fileKey });
+    if (loose) return loose;
+    return this.git ? this.git.catBlob(this.gitdir, fileKey) : this.reader.blobBytes(fileKey);
+  }
+
   /** The commits of main, and of each item: answered from the history log, not by walking git. */
   get history(): HistoryLog {
     if (!this.historyLog) throw new Error(`repository ${this.orgId} is not loaded`);
@@ -154,7 +172,7 @@ export class OrgRepo {
     const recordOid = await this.reader.lookup(tree, LAYOUT.recordPath(path));
     if (!recordOid) return null;
     const record = parseRecord(await this.reader.blobText(recordOid), `${this.orgId}@${commitId}:${path}`);
-    const blobOid = await this.reader.lookup(tree, record.deletedAt ? LAYOUT.trashPath(path) : path);
+    const blobOid = await this.reader.lookup(tree, contentPath(record));
     return blobOid ? { record, blobOid } : null;
   }
 

@@ -2,7 +2,7 @@ import type { FsPromises } from '../fs/fs.js';
 import type { GitCli } from '../git/gitCli.js';
 import { readRef } from '../git/refs.js';
 import { listTreeFiles } from '../git/treeWalk.js';
-import { LAYOUT, parseFolderRule, parseRecord, STORE_CONFIG, type FolderRule, type ItemRecord } from './itemRecord.js';
+import { contentFiles, LAYOUT, parseFolderRule, parseRecord, STORE_CONFIG, type FolderRule, type ItemRecord } from './itemRecord.js';
 import { ObjectReader } from './objectReader.js';
 
 /**
@@ -72,7 +72,6 @@ export async function verifyRepository(args: {
     }
   }
   const recordPrefix = `${LAYOUT.itemsRoot}/`;
-  const trashPrefix = `${LAYOUT.trashRoot}/`;
   const accounted = new Set<string>([LAYOUT.configPath]);
   const ids = new Map<string, string>();
   for (const [file, oid] of files) {
@@ -93,11 +92,18 @@ export async function verifyRepository(args: {
     const other = ids.get(record.id);
     if (other) problems.push(`${file}: id ${record.id} is also used by ${other}`);
     ids.set(record.id, path);
-    const contentPath = record.deletedAt ? `${trashPrefix}${path}` : path;
     if (record.deletedAt) report.trashed++;
     else report.items++;
-    if (!files.has(contentPath)) problems.push(`${path}: record has no content at ${contentPath}`);
-    accounted.add(contentPath);
+    // A file item's record names its original bytes (fileKey): they must be the blob at its path.
+    for (const want of contentFiles(record, '')) {
+      const oid = files.get(want.path);
+      if (!oid) problems.push(`${path}: record has no content at ${want.path}`);
+      else if (want.oid !== '' && oid !== want.oid) problems.push(`${path}: the file at ${want.path} is not blob ${record.fileKey}`);
+      accounted.add(want.path);
+    }
+    if (record.itemType === 'file' && (record.fileKey === null || record.fileSize === null || record.contentType === null || record.fileName === null)) {
+      problems.push(`${path}: a file item's record lacks fileKey, fileName, contentType or fileSize`);
+    }
     if ((record.deletedAt === null) !== (record.deletedBy === null)) problems.push(`${path}: deletedAt and deletedBy disagree`);
   }
   for (const [file, oid] of files) {

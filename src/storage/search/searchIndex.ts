@@ -378,9 +378,9 @@ export class SearchIndex implements DerivedView {
     return changed;
   }
 
-  /** What is searched besides the path: a text item's content. */
+  /** What is searched besides the path: the content, which for a file item is its extracted text (contract §7). */
   private async textOf(entry: IndexEntry): Promise<string> {
-    return entry.record.itemType === 'text' ? this.source.readContent(entry) : '';
+    return this.source.readContent(entry);
   }
 }
 

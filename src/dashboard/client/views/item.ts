@@ -7,6 +7,7 @@ import { renderContent } from '../contentView.js';
 import { tabs } from '../tabs.js';
 import type { FolderRule, Item } from '../types.js';
 import { itemEditor } from './editor.js';
+import { fileSummary, formatSize } from './files.js';
 import { historyPanel } from './history.js';
 import { moveDialog } from './move.js';
 
@@ -62,11 +63,18 @@ export function itemDetail(ctx: Ctx, path: string, hooks: { onChanged: () => voi
     const head = h(
       'div',
       { class: 'item-head' },
-      h('div', null, h('h2', { class: 'item-path', tabindex: '-1' }, item.path), h('p', { class: 'muted' }, 'Updated ', time(item.updatedAt))),
+      h(
+        'div',
+        null,
+        h('h2', { class: 'item-path', tabindex: '-1' }, item.path),
+        h('p', { class: 'muted' }, 'Updated ', time(item.updatedAt)),
+        item.itemType === 'file' ? fileSummary(ctx, item) : null,
+      ),
       h(
         'div',
         { class: 'item-actions' },
-        h('button', { type: 'button', class: 'primary', onclick: () => edit(item) }, 'Edit'),
+        // A file item changes by upload only (a JSON write on it is 409): its text is not edited here.
+        item.itemType === 'file' ? null : h('button', { type: 'button', class: 'primary', onclick: () => edit(item) }, 'Edit'),
         h('button', { type: 'button', class: 'secondary', onclick: () => void moveDialog(ctx, item, hooks.onChanged) }, 'Move…'),
         h('button', { type: 'button', class: 'danger-outline', onclick: () => void remove(item) }, 'Move to trash'),
       ),
@@ -75,7 +83,8 @@ export function itemDetail(ctx: Ctx, path: string, hooks: { onChanged: () => voi
     const panel = tabs(
       `${item.path}`,
       [
-        { id: 'rendered', label: 'Rendered', render: () => renderContent(item.path, content) },
+        // A file item's content is the text extracted from it: markdown for DOCX and HTML (see README, File items).
+        { id: 'rendered', label: item.itemType === 'file' ? 'Extracted text' : 'Rendered', render: () => renderContent(textPath(item), content) },
         { id: 'raw', label: 'Raw', render: () => h('pre', { class: 'raw' }, h('code', null, content)) },
         { id: 'details', label: 'Details', render: () => details(item, rules) },
         {
@@ -98,6 +107,12 @@ export function itemDetail(ctx: Ctx, path: string, hooks: { onChanged: () => voi
 
   void load();
   return box;
+}
+
+/** The path whose extension says how to show the content: a DOCX's or HTML page's text is markdown. */
+function textPath(item: Item): string {
+  if (item.itemType !== 'file') return item.path;
+  return /\.(docx|html?|xhtml|md|markdown)$/.test(item.path) ? `${item.path}.md` : `${item.path}.txt`;
 }
 
 /** On a phone the tree is hidden while an item is open: the way back to it. */
@@ -129,6 +144,14 @@ function details(item: Item, rules: FolderRule[] | null): HTMLElement {
     row('Id', h('code', null, item.id)),
     row('Organization', item.organizationId),
     row('Type', item.itemType),
+    ...(item.itemType === 'file'
+      ? [
+          ...row('File name', item.fileName ?? ''),
+          ...row('Content type', h('code', null, item.contentType ?? '')),
+          ...row('Size', `${formatSize(item.fileSize ?? 0)} (${item.fileSize ?? 0} bytes)`),
+          ...row('Blob', h('code', null, item.fileKey ?? '')),
+        ]
+      : []),
     row('Created', time(item.createdAt)),
     row('Updated', time(item.updatedAt)),
     row('Read requirement', requirement('read')),

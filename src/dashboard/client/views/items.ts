@@ -5,6 +5,7 @@ import { empty, errorBox, h, loading, replace } from '../dom.js';
 import { buildTree, filterPaths, type TreeFolder } from '../tree.js';
 import type { Item } from '../types.js';
 import { itemEditor } from './editor.js';
+import { uploadForm } from './files.js';
 import { itemDetail } from './item.js';
 import { itemSearch } from './search.js';
 
@@ -24,6 +25,24 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
   const detail = h('section', { class: 'detail-pane', 'aria-label': 'Open item' });
   const refresh = h('button', { type: 'button', class: 'secondary small', onclick: () => void loadTree() }, 'Refresh');
   const create = h('button', { type: 'button', class: 'primary small', onclick: () => newItem() }, 'New item');
+  const uploadBox = h('div', { class: 'upload-box', hidden: true });
+  const uploadButton = h('button', { type: 'button', class: 'secondary small', onclick: () => toggleUpload() }, 'Upload a file');
+  function toggleUpload(): void {
+    uploadBox.hidden = !uploadBox.hidden;
+    if (uploadBox.hidden) return replace(uploadBox);
+    replace(
+      uploadBox,
+      uploadForm(ctx, {
+        onUploaded: (item) => {
+          toggleUpload();
+          ctx.navigate(`#/items/${encodePath(item.path)}`);
+          void loadTree();
+        },
+        onCancel: () => toggleUpload(),
+      }),
+    );
+    uploadBox.querySelector<HTMLInputElement>('input')?.focus();
+  }
   // While a search is on, its results take the tree's place; the tree keeps its state for when it ends.
   const treePart = h('div', { class: 'tree-part' }, h('label', { for: 'item-filter' }, 'Filter by path'), filter, count, treeBox);
   const search = itemSearch(ctx, { selected: () => selected, onToggle: (searching) => {
@@ -33,7 +52,8 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
   const treePane = h(
     'section',
     { class: 'tree-pane', 'aria-labelledby': 'items-heading' },
-    h('div', { class: 'pane-head' }, heading, h('div', { class: 'pane-actions' }, create, refresh)),
+    h('div', { class: 'pane-head' }, heading, h('div', { class: 'pane-actions' }, create, uploadButton, refresh)),
+    uploadBox,
     search.form,
     treePart,
     search.results,

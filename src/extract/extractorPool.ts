@@ -1,0 +1,98 @@
+import { availableParallelism } from 'node:os';
+import { extname } from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { ExtractKind, ExtractLimits } from './extractors.js';
+import type { ExtractAnswer, ExtractJob } from './extractWorker.js';
+
+export interface ExtractorSettings extends ExtractLimits {
+  /** Extractions at once (default: one per core); the rest wait their turn. */
+  concurrency?: number;
+  /** An extraction still running after this is stopped (its worker terminated). */
+  timeoutMs: number;
+  /** The worker's V8 heap limit, in MiB. */
+  maxHeapMb: number;
+}
+
+/** An extraction refused or failed: the reason the client is told (contract §8: 422 `Could not extract text: <reason>`). */
+export class ExtractionError extends Error {}
+
+/** The worker's file, beside this one: `.ts` under tsx (tests), `.js` once built. */
+const WORKER_FILE = new URL(`./extractWorker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
+
+/**
+ * A worker does not inherit tsx's loader: under tsx (the tests) it registers it first, then loads
+ * the TypeScript file; built, it is the plain file.
+ */
+function workerScript(): { script: URL | string; eval: boolean } {
+  if (!WORKER_FILE.pathname.endsWith('.ts')) return { script: WORKER_FILE, eval: false };
+  // The ESM entry beside the CommonJS one `require` finds (this file may run as either).
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  return { script: `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(WORKER_FILE.href)}); });`, eval: true };
+}
+
+/**
+ * Runs each extraction in a fresh worker thread with V8 heap limits and a deadline, at most
+ * `concurrency` at once (a small FIFO queue behind them): a hostile file can use up its own
+ * worker's time and memory, never the server's event loop or heap. A fresh worker per file costs
+ * some tens of milliseconds and means nothing of one file (pdf.js state, a poisoned prototype)
+ * outlives it.
+ */
+export class ExtractorPool {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+  private readonly concurrency: number;
+
+  constructor(private readonly settings: ExtractorSettings) {
+    this.concurrency = Math.max(1, settings.concurrency ?? availableParallelism());
+  }
+
+  /** Extractions queued behind the running ones. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  async extract(args: { bytes: Uint8Array; kind: ExtractKind }): Promise<{ text: string; blobOid: string }> {
+    if (this.running >= this.concurrency) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running++;
+    try {
+      return await this.run(args);
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+
+  private run(job: ExtractJob): Promise<{ text: string; blobOid: string }> {
+    const { timeoutMs, maxHeapMb, maxInflatedBytes, maxPdfPages } = this.settings;
+    const limits: ExtractLimits = { maxInflatedBytes, maxPdfPages };
+    return new Promise((resolve, reject) => {
+      const { script, eval: evaluate } = workerScript();
+      const worker = new Worker(script, {
+        eval: evaluate,
+        workerData: limits,
+        resourceLimits: { maxOldGenerationSizeMb: maxHeapMb, maxYoungGenerationSizeMb: Math.min(64, Math.max(8, maxHeapMb / 8)), stackSizeMb: 4 },
+        stdout: true,
+        stderr: true,
+      });
+      let settled = false;
+      const finish = (outcome: () => void): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        outcome();
+        void worker.terminate();
+      };
+      const fail = (reason: string): void => finish(() => reject(new ExtractionError(reason)));
+      const timer = setTimeout(() => fail(`it took longer than ${timeoutMs} ms`), timeoutMs);
+      worker.once('message', (answer: ExtractAnswer) => finish(() => (answer.ok ? resolve({ text: answer.text, blobOid: answer.blobOid }) : reject(new ExtractionError(answer.reason)))));
+      worker.once('error', (err: Error & { code?: string }) =>
+        fail(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `it needs more than ${maxHeapMb} MiB of memory` : 'the extractor failed on it'),
+      );
+      worker.once('exit', () => fail('the extractor stopped'));
+      // A copy: the caller still holds the bytes (they are committed once the text is had).
+      worker.postMessage({ kind: job.kind, bytes: job.bytes } satisfies ExtractJob);
+    });
+  }
+}
