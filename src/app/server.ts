@@ -1,7 +1,9 @@
 import { packageVersion } from '../common/packageInfo.js';
 import type { Logger } from '../common/log.js';
 import { systemClock, type Clock } from '../common/clock.js';
+import { EventFeed } from '../domain/events.js';
 import { createApp } from '../http/app.js';
+import { EventStreams } from '../http/events/streamLimits.js';
 import { PromMetrics } from './promMetrics.js';
 import { listen } from '../http/listen.js';
 import type { FsPromises } from '../storage/fs/fs.js';
@@ -36,9 +38,12 @@ export async function startServer(args: {
   const metrics = config.metrics.mode === 'off' ? undefined : new PromMetrics();
   const store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce, metrics });
   metrics?.readFrom(store.orgs);
+  const feed = new EventFeed();
+  const streams = new EventStreams(config.eventStreams);
   let http;
   try {
-    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion() });
+    const events = { feed, streams, settings: config.eventStreams };
+    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events });
     http = await listen({ handler: app.callback(), host: config.host, port: config.port });
   } catch (err) {
     await store.close();
@@ -49,6 +54,8 @@ export async function startServer(args: {
   let closing: Promise<void> | undefined;
   const close = (graceMs = 10_000): Promise<void> =>
     (closing ??= (async () => {
+      // Event streams never finish by themselves: end them (clients resume with Last-Event-ID), then wait for the rest.
+      streams.endAll();
       await http.close(graceMs);
       await store.close();
       logger.info('stopped');

@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'IMPORT_REFUSED'
   | 'SEARCH_OFF'
   | 'OPERATION_FAILED'
+  | 'WEBHOOK_NOT_FOUND'
   // The HTTP edge
   | 'UNAUTHORIZED'
   | 'ROUTE_NOT_FOUND'
@@ -28,6 +29,7 @@ export type ErrorCode =
   | 'GIT_AUTH_REQUIRED'
   | 'GIT_PUSH_REFUSED'
   | 'TOO_MANY_REQUESTS'
+  | 'TOO_MANY_STREAMS'
   | 'ORIGIN_REFUSED'
   | 'METRICS_REFUSED'
   | 'METRICS_TOKEN_REQUIRED'

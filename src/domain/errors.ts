@@ -87,3 +87,9 @@ export class OperationFailed extends KnowledgeError<{ index: number; cause: Know
     super('OPERATION_FAILED', `operation ${data.index}: ${data.cause.message}`, data);
   }
 }
+
+export class WebhookNotFound extends KnowledgeError<{ webhookId: string }> {
+  constructor(data: { webhookId: string }) {
+    super('WEBHOOK_NOT_FOUND', `No webhook ${data.webhookId}`, data);
+  }
+}

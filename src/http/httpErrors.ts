@@ -86,3 +86,10 @@ export class NotReady extends KnowledgeError<{ reason: string }> {
     super('NOT_READY', data.reason, data);
   }
 }
+
+/** Past the number of event streams one key or one organization may hold open at once (see EventStreams). */
+export class TooManyStreams extends KnowledgeError<{ scope: 'key' | 'organization'; limit: number }> {
+  constructor(data: { scope: 'key' | 'organization'; limit: number }) {
+    super('TOO_MANY_STREAMS', `too many event streams per ${data.scope}`, data);
+  }
+}

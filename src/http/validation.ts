@@ -95,6 +95,13 @@ const changesQuery = {
   properties: { since: { type: 'string', minLength: 1, maxLength: 64 } },
 } as const;
 
+/** GET /events: where to resume (the Last-Event-ID header, when sent, wins). */
+const eventsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { since: { type: 'string', minLength: 1, maxLength: 64 } },
+} as const;
+
 const rollbackBody = {
   type: 'object',
   required: ['path', 'version'],
@@ -212,6 +219,7 @@ const validators = {
   getItemQuery: ajv.compile<GetItemQuery>(getItemQuery),
   diffQuery: ajv.compile<{ from: number; to: number }>(diffQuery),
   changesQuery: ajv.compile<{ since: string }>(changesQuery),
+  eventsQuery: ajv.compile<{ since?: string }>(eventsQuery),
   searchQuery: ajv.compile<SearchQuery>(searchQuery),
 };
 
@@ -266,6 +274,7 @@ export const validateQuery = {
   getItem: (query: Record<string, unknown>): GetItemQuery => check(validators.getItemQuery, { ...query }, 'query parameter'),
   diff: (query: Record<string, unknown>) => check(validators.diffQuery, { ...query }, 'query parameter'),
   changes: (query: Record<string, unknown>) => check(validators.changesQuery, { ...query }, 'query parameter'),
+  events: (query: Record<string, unknown>) => check(validators.eventsQuery, { ...query }, 'query parameter'),
   search: (query: Record<string, unknown>): SearchQuery => check(validators.searchQuery, { ...query }, 'query parameter'),
 };
 

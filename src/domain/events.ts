@@ -1,0 +1,86 @@
+import type { HistoryEntry } from '../storage/repo/historyLog.js';
+import type { OrgRepo } from '../storage/repo/orgRepo.js';
+import { requireRole } from './access.js';
+import type { ChangeView } from './changes.js';
+import { loadCommitChanges, visibleChanges, type CommitChanges } from './commitChanges.js';
+import { requireOwnCommit } from './history.js';
+import type { Actor } from './keys.js';
+
+/** One event: a commit, and its change-feed entries as one key sees them. */
+export interface CommitEvent {
+  organizationId: string;
+  commitId: string;
+  timestamp: string;
+  changes: ChangeView[];
+}
+
+/** A commit walked by a listener: its event, or null when nothing in it is visible to the listener. */
+export interface WalkedCommit {
+  commitId: string;
+  event: CommitEvent | null;
+}
+
+/** Commits whose facts are kept for the listeners that have not walked them yet. */
+const FACTS_KEPT = 1024;
+
+/**
+ * The events of every organization, derived from main's history (never from memory), so a listener
+ * resumes from any commit id after a restart with no gap and no duplicate. The write pipeline tells the
+ * feed after each published batch (it is one more derived view of the repository); the feed wakes the
+ * listeners, and each one walks the commits after its own cursor at its own pace. A commit's facts are
+ * read from git once and shared; each listener only decides what its key may see.
+ */
+export class EventFeed {
+  private readonly facts = new Map<string, Promise<CommitChanges>>();
+  private readonly listeners = new WeakMap<OrgRepo, Set<() => void>>();
+
+  /** The commit a listener starts after: the one it names (it must be on main), else the head (only new commits). */
+  start(args: { repo: OrgRepo; actor: Actor; since?: string }): string | null {
+    requireRole(args.actor, 'knowledge:read');
+    return args.since === undefined ? args.repo.headCommit : requireOwnCommit(args.repo, args.since, 'since');
+  }
+
+  /** Calls `wake` after each batch published on `repo`'s main, until the returned function is called. */
+  watch(repo: OrgRepo, wake: () => void): () => void {
+    let set = this.listeners.get(repo);
+    if (!set) {
+      const listeners = new Set<() => void>();
+      set = listeners;
+      this.listeners.set(repo, listeners);
+      // Told after the history log (added first, at open): a woken listener finds the new commits there.
+      repo.addView({ name: 'event stream', published: () => listeners.forEach((l) => l()) });
+    }
+    const listeners = set;
+    listeners.add(wake);
+    return () => listeners.delete(wake);
+  }
+
+  /**
+   * The commits after `cursor`, oldest first, each with what `actor` may see of it: one at a time, so a
+   * listener writes each as soon as it is read and stops walking whenever it likes.
+   */
+  async *walk(args: { repo: OrgRepo; actor: Actor; cursor: string | null }): AsyncGenerator<WalkedCommit> {
+    const { repo, actor, cursor } = args;
+    if (cursor === null) return;
+    for (const entry of repo.history.after(cursor) ?? []) {
+      const changes = visibleChanges(await this.factsOf(repo, entry), actor);
+      yield {
+        commitId: entry.commitId,
+        event: changes.length === 0 ? null : { organizationId: repo.orgId, commitId: entry.commitId, timestamp: new Date(entry.timestamp * 1000).toISOString(), changes },
+      };
+    }
+  }
+
+  private factsOf(repo: OrgRepo, entry: HistoryEntry): Promise<CommitChanges> {
+    const key = `${repo.orgId}:${entry.commitId}`;
+    let facts = this.facts.get(key);
+    if (!facts) {
+      facts = loadCommitChanges(repo, entry);
+      // A failed read is not kept: the next listener tries again.
+      facts.catch(() => this.facts.delete(key));
+      this.facts.set(key, facts);
+      if (this.facts.size > FACTS_KEPT) this.facts.delete(this.facts.keys().next().value as string);
+    }
+    return facts;
+  }
+}
