@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { isLogLevel, type LogLevel } from '../common/log.js';
 import type { MetricsAccess } from '../common/metrics.js';
+import type { WebhookSettings } from '../domain/webhooks.js';
 import { EVENT_STREAM_DEFAULTS, type EventStreamSettings } from '../http/events/streamLimits.js';
 
 /** Each setting comes from the environment, and each is also a `serve` flag (flags win). */
@@ -38,17 +39,6 @@ export interface Config {
   webhooks: WebhookSettings;
 }
 
-export interface WebhookSettings {
-  /**
-   * Deliver to loopback, private, link-local and other non-public addresses (KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE=on).
-   * Off by default: an admin key must not turn the server into a probe of the network it sits in.
-   */
-  allowPrivate: boolean;
-  /** The first retry's delay; each next one doubles, up to an hour, for a day (KNOWLEDGE_WEBHOOK_RETRY_BASE_MS). */
-  retryBaseMs: number;
-  /** How long a receiver has to answer one delivery (KNOWLEDGE_WEBHOOK_TIMEOUT_MS). */
-  timeoutMs: number;
-}
 
 export interface ConfigOverrides {
   host?: string;

@@ -2,6 +2,9 @@ import { packageVersion } from '../common/packageInfo.js';
 import type { Logger } from '../common/log.js';
 import { systemClock, type Clock } from '../common/clock.js';
 import { EventFeed } from '../domain/events.js';
+import { Webhooks } from '../domain/webhooks.js';
+import { webhookSender } from './webhookSender.js';
+import { promises as nodeFs } from 'node:fs';
 import { createApp } from '../http/app.js';
 import { EventStreams } from '../http/events/streamLimits.js';
 import { PromMetrics } from './promMetrics.js';
@@ -40,12 +43,25 @@ export async function startServer(args: {
   metrics?.readFrom(store.orgs);
   const feed = new EventFeed();
   const streams = new EventStreams(config.eventStreams);
+  const webhooks = new Webhooks({
+    orgs: store.orgs,
+    keys: store.keys,
+    feed,
+    send: webhookSender({ allowPrivate: config.webhooks.allowPrivate }),
+    fs: args.fs ?? (nodeFs as unknown as FsPromises),
+    settings: config.webhooks,
+    clock,
+    logger,
+  });
   let http;
   try {
+    // Deliveries queued before a stop or a crash resume at once.
+    await webhooks.start();
     const events = { feed, streams, settings: config.eventStreams };
-    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events });
+    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks });
     http = await listen({ handler: app.callback(), host: config.host, port: config.port });
   } catch (err) {
+    await webhooks.stop();
     await store.close();
     throw err;
   }
@@ -57,6 +73,7 @@ export async function startServer(args: {
       // Event streams never finish by themselves: end them (clients resume with Last-Event-ID), then wait for the rest.
       streams.endAll();
       await http.close(graceMs);
+      await webhooks.stop();
       await store.close();
       logger.info('stopped');
     })());

@@ -15,6 +15,8 @@ import { EventFeed } from '../domain/events.js';
 import { EventStreams, type EventStreamSettings } from './events/streamLimits.js';
 import { changeRoutes } from './routes/changes.js';
 import { eventRoutes, type EventDeps } from './routes/events.js';
+import { webhookRoutes } from './routes/webhooks.js';
+import type { Webhooks } from '../domain/webhooks.js';
 import { searchRoutes } from './routes/search.js';
 import type { RouteDeps } from './routes/common.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -64,6 +66,8 @@ export interface AppDeps {
   version: string;
   /** The event feed and the open streams (app/ shares the feed with webhooks, and ends the streams at stop); made here unless given. */
   events?: EventDeps;
+  /** The webhooks service (no /webhooks routes without it). */
+  webhooks?: Webhooks;
 }
 
 /**
@@ -93,6 +97,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   }
   const events = deps.events ?? { feed: new EventFeed(), streams: new EventStreams(config.eventStreams), settings: config.eventStreams };
   router.use(eventRoutes({ ...routeDeps, events }).routes());
+  if (deps.webhooks) router.use(webhookRoutes({ webhooks: deps.webhooks }).routes());
   router.use(metricsRoutes({ access: config.metrics, exposition: deps.metricsExposition }).routes());
   router.use(mcpRoutes({ ...routeDeps, version: deps.version }).routes());
   const mcp = checkOrigin(config.allowedOrigins);

@@ -102,6 +102,18 @@ const eventsQuery = {
   properties: { since: { type: 'string', minLength: 1, maxLength: 64 } },
 } as const;
 
+/** POST /webhooks: what the domain checks further (an http(s) URL, known kinds, a folder prefix). */
+const createWebhookBody = {
+  type: 'object',
+  required: ['url'],
+  additionalProperties: false,
+  properties: {
+    url: { type: 'string', minLength: 1, maxLength: 2048 },
+    events: { type: 'array', minItems: 1, maxItems: 3, items: { type: 'string', maxLength: 32 } },
+    prefix: { type: 'string', minLength: 1, maxLength: 256 },
+  },
+} as const;
+
 const rollbackBody = {
   type: 'object',
   required: ['path', 'version'],
@@ -214,6 +226,7 @@ const validators = {
   moveOperation: strictAjv.compile<OperationBody & { op: 'move' }>(moveOperation),
   folderRuleBody: strictAjv.compile<{ requiredReadPermission?: string; requiredWritePermission?: string }>(folderRuleBody),
   createKeyBody: strictAjv.compile<{ name: string; role: string }>(createKeyBody),
+  createWebhookBody: strictAjv.compile<{ url: string; events?: string[]; prefix?: string }>(createWebhookBody),
   listQuery: ajv.compile<ListQuery>(listQuery),
   noQuery: ajv.compile<Record<string, never>>(noQuery),
   getItemQuery: ajv.compile<GetItemQuery>(getItemQuery),
@@ -265,6 +278,7 @@ export const validateBody = {
         : check(validators.moveOperation, op, 'field'),
   folderRule: (body: unknown) => check(validators.folderRuleBody, body, 'field'),
   createKey: (body: unknown) => check(validators.createKeyBody, body, 'field'),
+  createWebhook: (body: unknown) => check(validators.createWebhookBody, body, 'field'),
 };
 
 /** Koa's query object may hold arrays for repeated parameters; a copy is validated (and coerced). */

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { Waker } from '../../common/waker.js';
 import type { EventFeed } from '../../domain/events.js';
 import type { Actor } from '../../domain/keys.js';
 import type { OrgRepo } from '../../storage/repo/orgRepo.js';
@@ -12,27 +13,6 @@ const FINAL_FLUSH_MS = 60_000;
 
 /** Why a stream was ended by the server: the last event of the stream (`event: end`), then EOF. */
 export type EndReason = 'slow-reader' | 'key-revoked' | 'server-stopping';
-
-/** A flag with a promise: `ring` wakes the waiter, or the next `wait` if nobody waits yet (no lost wake-ups). */
-class Waker {
-  private rung = false;
-  private waiting: (() => void) | null = null;
-
-  ring(): void {
-    this.rung = true;
-    this.waiting?.();
-    this.waiting = null;
-  }
-
-  clear(): void {
-    this.rung = false;
-  }
-
-  wait(): Promise<void> {
-    if (this.rung) return Promise.resolve();
-    return new Promise((resolve) => (this.waiting = resolve));
-  }
-}
 
 /**
  * Writes one client's Server-Sent Events until the client goes, its key is revoked, it stops reading, or
