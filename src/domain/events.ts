@@ -20,6 +20,22 @@ export interface WalkedCommit {
   event: CommitEvent | null;
 }
 
+/** Listeners woken per turn of the event loop. */
+const WAKE_PER_TURN = 8;
+
+/**
+ * Wakes the listeners a few per turn of the event loop, from the turn after the writers were answered:
+ * between two turns Node reads the sockets, so the next request (a writer's next PUT) starts at once and
+ * its fsync overlaps the rest of the fan-out, instead of waiting behind 200 listeners' work.
+ */
+function wakeInTurns(listeners: ReadonlyArray<() => void>, from: number): void {
+  setImmediate(() => {
+    const end = Math.min(listeners.length, from + WAKE_PER_TURN);
+    for (let i = from; i < end; i++) listeners[i]?.();
+    if (end < listeners.length) wakeInTurns(listeners, end);
+  });
+}
+
 /** Commits whose facts are kept for the listeners that have not walked them yet. */
 const FACTS_KEPT = 1024;
 
@@ -48,7 +64,7 @@ export class EventFeed {
       set = listeners;
       this.listeners.set(repo, listeners);
       // Told after the history log (added first, at open): a woken listener finds the new commits there.
-      repo.addView({ name: 'event stream', published: () => listeners.forEach((l) => l()) });
+      repo.addView({ name: 'event stream', published: () => wakeInTurns([...listeners], 0) });
     }
     const listeners = set;
     listeners.add(wake);

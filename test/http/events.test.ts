@@ -232,3 +232,62 @@ describe('HTTP events: GET /events (Server-Sent Events)', function () {
     }
   });
 });
+
+describe('HTTP events: each event is the change feed of its commit', function () {
+  this.timeout(60_000);
+
+  let server: TestServer;
+  after(async () => server?.close());
+
+  it('for every kind of commit and every role, event data = GET /changes?since=<parent> while it was the head', async () => {
+    server = await startTestServer();
+    const admin = server.adminKey;
+    const roles = { admin, writer: await server.key('writer'), reader: await server.key('reader') };
+    const streams = Object.fromEntries(await Promise.all(Object.entries(roles).map(async ([role, key]) => [role, await open(server, key)] as const)));
+    const expected: Record<string, Array<{ id: string; changes: unknown[] }>> = { admin: [], writer: [], reader: [] };
+    const send = (method: string, rest: string, body?: unknown) => api(urlOf(server, rest), { method, key: admin, ...(body === undefined ? {} : { body }) });
+    const steps: Array<() => Promise<unknown>> = [
+      () => put(server, admin, 'feed/a.md', { content: 'a' }),
+      () => put(server, admin, 'feed/b.md', { content: 'b' }),
+      () => put(server, admin, 'feed/a.md', { content: 'a2' }),
+      () => put(server, admin, 'feed/a.md', { content: 'a2', requiredReadPermission: 'knowledge:write' }),
+      () => send('POST', '/move', { from: 'feed/b.md', to: 'moved/b.md' }),
+      () => send('PUT', '/folders/moved', { requiredReadPermission: 'knowledge:admin' }),
+      () => send('PUT', '/folders/moved', { requiredReadPermission: 'inherit' }),
+      () => del(server, admin, 'feed/a.md'),
+      () => send('POST', '/trash/restore', { path: 'feed/a.md' }),
+      () => del(server, admin, 'moved/b.md'),
+      () => send('DELETE', '/trash/items/moved/b.md'),
+      () =>
+        send('POST', '/commits', {
+          operations: [
+            { op: 'put', path: 'feed/c.md', content: 'c', requiredReadPermission: 'knowledge:admin' },
+            { op: 'put', path: 'feed/d.md', content: 'd' },
+            { op: 'move', from: 'feed/a.md', to: 'feed/e.md' },
+          ],
+        }),
+    ];
+    for (const step of steps) {
+      const parent = await head(server);
+      const res = (await step()) as { status: number; body?: unknown };
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      const commit = await head(server);
+      expect(commit).to.not.equal(parent);
+      for (const [role, key] of Object.entries(roles)) {
+        const feed = await api(urlOf(server, `/changes?since=${parent}`), { key });
+        const changes = (feed.body?.data as { changes: unknown[] }).changes;
+        if (changes.length > 0) expected[role]?.push({ id: commit, changes });
+      }
+    }
+    for (const [role, stream] of Object.entries(streams)) {
+      const want = expected[role] as Array<{ id: string; changes: unknown[] }>;
+      await stream.waitFor(want.length);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(stream.commits().map((e) => ({ id: e.id, changes: e.data.changes })), role).to.deep.equal(want);
+      stream.close();
+    }
+    // The roles saw different things (the comparison above is not trivially the same list three times).
+    expect(expected.reader).to.not.deep.equal(expected.admin);
+    expect(expected.writer).to.not.deep.equal(expected.reader);
+  });
+});

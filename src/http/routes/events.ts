@@ -6,6 +6,9 @@ import type { AppState } from '../state.js';
 import { validateQuery } from '../validation.js';
 import { API_PREFIX, type RouteDeps } from './common.js';
 
+/** How often a stream looks again at its key (the key store notices a revocation within a second too). */
+const KEY_CHECK_MS = 1000;
+
 /** What GET /events needs besides the common route dependencies. */
 export interface EventDeps {
   feed: EventFeed;
@@ -27,6 +30,7 @@ export function eventRoutes(deps: RouteDeps & { events: EventDeps }): Router<App
     // EventSource resends the last id it got as Last-Event-ID when it reconnects: that wins over the URL's `since`.
     const cursor = feed.start({ repo, actor, since: ctx.get('Last-Event-ID') || since });
     let end: () => void = () => undefined;
+    let keyCheckedAt = Date.now();
     const release = streams.acquire(actor, () => end());
     ctx.status = 200; // for the access log: Koa does not answer this request, the stream does
     ctx.respond = false;
@@ -39,6 +43,9 @@ export function eventRoutes(deps: RouteDeps & { events: EventDeps }): Router<App
         cursor,
         settings,
         keyValid: async () => {
+          // At most once a second per stream: a revocation ends the stream at the first commit a second after it.
+          if (Date.now() - keyCheckedAt < KEY_CHECK_MS) return true;
+          keyCheckedAt = Date.now();
           const key = await deps.keys.get(actor.keyId);
           return key !== undefined && key.revokedAt === null;
         },
