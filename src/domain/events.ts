@@ -36,8 +36,11 @@ function wakeInTurns(listeners: ReadonlyArray<() => void>, from: number): void {
   });
 }
 
-/** Commits whose facts are kept for the listeners that have not walked them yet. */
-const FACTS_KEPT = 1024;
+/**
+ * How much of the recent commits' facts is kept for the listeners that have not walked them yet, counted in
+ * commits plus the items they changed: a few thousand small commits, or a few large ones, never unbounded.
+ */
+const FACTS_KEPT = 20_000;
 
 /**
  * The events of every organization, derived from main's history (never from memory), so a listener
@@ -47,7 +50,9 @@ const FACTS_KEPT = 1024;
  * read from git once and shared; each listener only decides what its key may see.
  */
 export class EventFeed {
-  private readonly facts = new Map<string, Promise<CommitChanges>>();
+  /** Oldest first; `kept` is their total weight (a commit and its items). */
+  private readonly facts = new Map<string, { facts: Promise<CommitChanges>; size: number }>();
+  private kept = 0;
   private readonly listeners = new WeakMap<OrgRepo, Set<() => void>>();
 
   /** The commit a listener starts after: the one it names (it must be on main), else the head (only new commits). */
@@ -89,14 +94,40 @@ export class EventFeed {
 
   private factsOf(repo: OrgRepo, entry: HistoryEntry): Promise<CommitChanges> {
     const key = `${repo.orgId}:${entry.commitId}`;
-    let facts = this.facts.get(key);
-    if (!facts) {
-      facts = loadCommitChanges(repo, entry);
+    const kept = this.facts.get(key);
+    if (kept) return kept.facts;
+    const facts = loadCommitChanges(repo, entry);
+    const slot = { facts, size: 1 };
+    this.facts.set(key, slot);
+    facts.then(
+      (f) => {
+        // Weighed once read (unless already evicted): a commit of 1,000 items holds 1,000 items' records.
+        if (this.facts.get(key) !== slot) return;
+        slot.size = 1 + f.items.length + f.ruled.length;
+        this.kept += slot.size - 1;
+        this.evict();
+      },
       // A failed read is not kept: the next listener tries again.
-      facts.catch(() => this.facts.delete(key));
-      this.facts.set(key, facts);
-      if (this.facts.size > FACTS_KEPT) this.facts.delete(this.facts.keys().next().value as string);
-    }
+      () => {
+        if (this.facts.get(key) === slot) this.forget(key);
+      },
+    );
+    this.kept += 1;
+    this.evict();
     return facts;
+  }
+
+  private evict(): void {
+    for (const key of this.facts.keys()) {
+      if (this.kept <= FACTS_KEPT || this.facts.size <= 1) return;
+      this.forget(key);
+    }
+  }
+
+  private forget(key: string): void {
+    const slot = this.facts.get(key);
+    if (!slot) return;
+    this.facts.delete(key);
+    this.kept -= slot.size;
   }
 }

@@ -216,9 +216,14 @@ describe('HTTP events: GET /events (Server-Sent Events)', function () {
     await put(server, admin, 'restart/b.md', { content: 'b' });
     const b = await head(server);
     await waitForCommit(client, b);
-    client.close();
     const { dataDir } = server;
-    await server.server.close(2000);
+    // A stop ends every stream at once with a last event saying so (a graceful stop does not wait for them).
+    const stopping = Date.now();
+    await server.server.close(10_000);
+    expect(Date.now() - stopping).to.be.lessThan(5000);
+    await client.waitForEnd();
+    expect(client.events.at(-1)?.event).to.equal('end');
+    expect(JSON.parse(client.events.at(-1)?.data as string)).to.deep.equal({ reason: 'server-stopping', lastEventId: b });
     const restarted = await startTestServer({ dataDir });
     try {
       await put(restarted, admin, 'restart/c.md', { content: 'c' });
