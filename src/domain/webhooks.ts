@@ -70,9 +70,14 @@ export class Webhooks {
   /** Resumes the deliveries of every organization that has hooks (what was queued before a stop or a crash). */
   async start(): Promise<void> {
     for (const orgId of await this.deps.orgs.list()) {
-      if (!(await new WebhookFile(this.deps.fs, this.deps.orgs.gitdirOf(orgId)).exists())) continue;
-      const repo = await this.deps.orgs.get(orgId);
-      if (repo) await this.of(repo);
+      try {
+        if (!(await new WebhookFile(this.deps.fs, this.deps.orgs.gitdirOf(orgId)).exists())) continue;
+        const repo = await this.deps.orgs.get(orgId);
+        if (repo) await this.of(repo);
+      } catch (err) {
+        // One organization's unreadable webhook file must not keep the server (and every other one) down.
+        this.deps.logger.error('could not resume webhooks', { org: orgId, error: String(err) });
+      }
     }
   }
 

@@ -141,6 +141,12 @@ describe('HTTP events: GET /events (Server-Sent Events)', function () {
     expect(extra.status).to.equal(400);
     const noKey = await track(SseClient.open(urlOf(server, EVENTS)));
     expect(noKey.status).to.equal(401);
+    // HEAD answers with the headers and holds nothing open.
+    for (let i = 0; i < 5; i++) {
+      const headRes = await fetch(urlOf(server, EVENTS), { method: 'HEAD', headers: { Authorization: `Bearer ${reader}` } });
+      expect(headRes.status).to.equal(200); // never 429: no stream was counted
+      expect(headRes.headers.get('content-type')).to.match(/^text\/event-stream/);
+    }
   });
 
   it('holds at most N streams per key (429 past it) and frees a slot when a client goes', async () => {
