@@ -63,6 +63,8 @@ export async function serveEventStream(args: {
   const heartbeat = setInterval(() => {
     // Only on an idle socket: a comment queued behind unread events would only grow the buffer.
     if (!ended && res.writableLength === 0) res.write(': heartbeat\n\n');
+    // The loop looks at the key again: a revoked key's stream ends even when nothing is written.
+    waker.ring();
   }, settings.heartbeatMs);
   heartbeat.unref();
   try {
