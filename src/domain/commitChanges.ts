@@ -38,41 +38,86 @@ export interface CommitChanges {
   ruled: RuledItem[];
 }
 
+/** Records already read, by `<org>:<commit>:<path>`: the after-side records of the commits whose facts were read (null: none there). */
+export type KnownRecords = Map<string, ItemRecord | null>;
+
+/** How far behind the head a commit may be for its rules to be taken from today's index (see `rulesAreToday`). */
+const RECENT = 1000;
+
 /**
  * Reads the facts of one commit of main. The rules of each side are read from that side's tree, so a
  * listener catching up on old commits gets what the change feed would have said then; only the items a
  * folder rule revealed or hid are today's (as in the change feed, which looks at today's items there).
+ *
+ * Reading records from git costs a pack lookup each; for the commits a live stream follows, they are mostly
+ * in memory already: the head's records are today's index, and a record before a commit is the one after
+ * the item's previous commit, kept in `known` when that commit was read.
  */
-export async function loadCommitChanges(repo: OrgRepo, entry: HistoryEntry): Promise<CommitChanges> {
+export async function loadCommitChanges(repo: OrgRepo, entry: HistoryEntry, known?: KnownRecords): Promise<CommitChanges> {
   const timestamp = new Date(entry.timestamp * 1000).toISOString();
   const base = { commitId: entry.commitId, timestamp, items: [] as ItemFacts[], ruled: [] as RuledItem[] };
   // The organization's first commit holds no item.
   if (entry.parent === null) return base;
   const parent = entry.parent;
-  const rulesBefore = ruleReader(repo, parent);
-  const rulesAfter = ruleReader(repo, entry.commitId);
+  const today = rulesAreToday(repo, entry);
+  const rulesBefore = today ? async () => repo : ruleReader(repo, parent);
+  const rulesAfter = today ? async () => repo : ruleReader(repo, entry.commitId);
   const changes = entry.items ?? (entry.item ? [entry.item] : []);
   for (const change of changes) {
     const from = change.from ?? change.path;
-    const [was, is] = await Promise.all([repo.readAt(parent, from), repo.readAt(entry.commitId, change.path)]);
+    const before = knownBefore(repo, entry, change, known) ?? (await repo.readAt(parent, from))?.record ?? null;
+    const after = todaysAfter(repo, entry, change) ?? (await repo.readAt(entry.commitId, change.path))?.record ?? null;
+    known?.set(`${repo.orgId}:${entry.commitId}:${change.path}`, after);
     base.items.push({
       change,
-      before: { record: was?.record, rules: await rulesBefore(from) },
-      after: { record: is?.record, rules: await rulesAfter(change.path) },
+      before: { record: before ?? undefined, rules: await rulesBefore(from) },
+      after: { record: after ?? undefined, rules: await rulesAfter(change.path) },
     });
   }
   if (changes.length === 0) {
     // A folder rule commit: the items under it that no commit touched may appear or vanish for a role.
     const seen = new Set<string>();
+    const before = ruleReader(repo, parent);
+    const after = ruleReader(repo, entry.commitId);
     for (const folder of await repo.foldersChangedBy(entry.commitId, parent)) {
       for (const item of repo.entries({ prefix: `${folder}/` })) {
         if (item.record.deletedAt !== null || seen.has(item.record.id)) continue;
         seen.add(item.record.id);
-        base.ruled.push({ record: item.record, before: await rulesBefore(item.record.path), after: await rulesAfter(item.record.path) });
+        base.ruled.push({ record: item.record, before: await before(item.record.path), after: await after(item.record.path) });
       }
     }
   }
   return base;
+}
+
+/**
+ * Folder rules change only in commits of their own: when none came after this item commit (and the history
+ * has caught up with the index's head), the rules on both sides of it are today's.
+ */
+function rulesAreToday(repo: OrgRepo, entry: HistoryEntry): boolean {
+  if (!entry.item) return false;
+  const later = repo.history.after(entry.commitId);
+  if (!later || later.length > RECENT) return false;
+  return (later.at(-1)?.commitId ?? entry.commitId) === repo.headCommit && later.every((e) => e.item !== undefined);
+}
+
+/** The item's record just after the commit, from today's index when the commit is the head and the item's last change. */
+function todaysAfter(repo: OrgRepo, entry: HistoryEntry, change: ItemChange): ItemRecord | null | undefined {
+  if (repo.headCommit !== entry.commitId || repo.history.itemHistory(change.id).at(-1)?.commitId !== entry.commitId) return undefined;
+  const now = repo.get(change.path);
+  if (now?.record.id === change.id) return now.record;
+  return now === undefined && change.action === 'purge' ? null : undefined;
+}
+
+/** The item's record just before the commit: nothing for a creation; else the one after its previous commit, if that was read. */
+function knownBefore(repo: OrgRepo, entry: HistoryEntry, change: ItemChange, known: KnownRecords | undefined): ItemRecord | null | undefined {
+  // A creation needs the path free (a live or trashed item there would make it an update or a 409).
+  if (change.action === 'create' && change.from === undefined) return null;
+  if (!known) return undefined;
+  const history = repo.history.itemHistory(change.id);
+  const at = history.findLastIndex((e) => e.commitId === entry.commitId);
+  const previous = at > 0 ? history[at - 1] : undefined;
+  return previous ? known.get(`${repo.orgId}:${previous.commitId}:${change.from ?? change.path}`) : undefined;
 }
 
 /** The commit's entries as the change feed would give them to `actor` (items it may not read are left out). */

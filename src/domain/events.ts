@@ -2,7 +2,7 @@ import type { HistoryEntry } from '../storage/repo/historyLog.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { requireRole } from './access.js';
 import type { ChangeView } from './changes.js';
-import { loadCommitChanges, visibleChanges, type CommitChanges } from './commitChanges.js';
+import { loadCommitChanges, visibleChanges, type CommitChanges, type KnownRecords } from './commitChanges.js';
 import { requireOwnCommit } from './history.js';
 import type { Actor } from './keys.js';
 
@@ -53,6 +53,8 @@ export class EventFeed {
   /** Oldest first; `kept` is their total weight (a commit and its items). */
   private readonly facts = new Map<string, { facts: Promise<CommitChanges>; size: number }>();
   private kept = 0;
+  /** Records after the commits read, for the next commit of the same item (see loadCommitChanges). */
+  private readonly known: KnownRecords = new Map();
   private readonly listeners = new WeakMap<OrgRepo, Set<() => void>>();
 
   /** The commit a listener starts after: the one it names (it must be on main), else the head (only new commits). */
@@ -84,10 +86,11 @@ export class EventFeed {
     const { repo, actor, cursor } = args;
     if (cursor === null) return;
     for (const entry of repo.history.after(cursor) ?? []) {
-      const changes = visibleChanges(await this.factsOf(repo, entry), actor);
+      const facts = await this.factsOf(repo, entry);
+      const changes = visibleChanges(facts, actor);
       yield {
         commitId: entry.commitId,
-        event: changes.length === 0 ? null : { organizationId: repo.orgId, commitId: entry.commitId, timestamp: new Date(entry.timestamp * 1000).toISOString(), changes },
+        event: changes.length === 0 ? null : { organizationId: repo.orgId, commitId: entry.commitId, timestamp: facts.timestamp, changes },
       };
     }
   }
@@ -96,7 +99,12 @@ export class EventFeed {
     const key = `${repo.orgId}:${entry.commitId}`;
     const kept = this.facts.get(key);
     if (kept) return kept.facts;
-    const facts = loadCommitChanges(repo, entry);
+    const facts = loadCommitChanges(repo, entry, this.known);
+    // Oldest first out: the records a live stream needs next are the newest.
+    for (const old of this.known.keys()) {
+      if (this.known.size <= FACTS_KEPT) break;
+      this.known.delete(old);
+    }
     const slot = { facts, size: 1 };
     this.facts.set(key, slot);
     facts.then(

@@ -29,6 +29,12 @@ export function eventRoutes(deps: RouteDeps & { events: EventDeps }): Router<App
     const { actor, repo } = ctx.state;
     // EventSource resends the last id it got as Last-Event-ID when it reconnects: that wins over the URL's `since`.
     const cursor = feed.start({ repo, actor, since: ctx.get('Last-Event-ID') || since });
+    // HEAD has the stream's headers and no body: there is nothing to hold open.
+    if (ctx.method === 'HEAD') {
+      ctx.status = 200;
+      ctx.type = 'text/event-stream';
+      return;
+    }
     let end: () => void = () => undefined;
     let keyCheckedAt = Date.now();
     const release = streams.acquire(actor, () => end());
