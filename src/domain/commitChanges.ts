@@ -45,9 +45,8 @@ export type KnownRecords = Map<string, ItemRecord | null>;
 const RECENT = 1000;
 
 /**
- * Reads the facts of one commit of main. The rules of each side are read from that side's tree, so a
- * listener catching up on old commits gets what the change feed would have said then; only the items a
- * folder rule revealed or hid are today's (as in the change feed, which looks at today's items there).
+ * Reads the facts of one commit of main: the records and folder rules of each side as they were then, so a
+ * listener catching up on old commits after a restart gets what the change feed said while each was the head.
  *
  * Reading records from git costs a pack lookup each; for the commits a live stream follows, they are mostly
  * in memory already: the head's records are today's index, and a record before a commit is the one after
@@ -80,10 +79,12 @@ export async function loadCommitChanges(repo: OrgRepo, entry: HistoryEntry, know
     const before = ruleReader(repo, parent);
     const after = ruleReader(repo, entry.commitId);
     for (const folder of await repo.foldersChangedBy(entry.commitId, parent)) {
-      for (const item of repo.entries({ prefix: `${folder}/` })) {
-        if (item.record.deletedAt !== null || seen.has(item.record.id)) continue;
-        seen.add(item.record.id);
-        base.ruled.push({ record: item.record, before: await before(item.record.path), after: await after(item.record.path) });
+      // The items under the folder then: today's index while the commit is the head, else its tree's records.
+      const records = repo.headCommit === entry.commitId ? [...repo.entries({ prefix: `${folder}/` })].map((e) => e.record) : await repo.recordsUnder(entry.commitId, folder);
+      for (const record of records) {
+        if (record.deletedAt !== null || seen.has(record.id)) continue;
+        seen.add(record.id);
+        base.ruled.push({ record, before: await before(record.path), after: await after(record.path) });
       }
     }
   }

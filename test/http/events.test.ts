@@ -257,6 +257,7 @@ describe('HTTP events: each event is the change feed of its commit', function ()
     const roles = { admin, writer: await server.key('writer'), reader: await server.key('reader') };
     const streams = Object.fromEntries(await Promise.all(Object.entries(roles).map(async ([role, key]) => [role, await open(server, key)] as const)));
     const expected: Record<string, Array<{ id: string; changes: unknown[] }>> = { admin: [], writer: [], reader: [] };
+    const start = await head(server);
     const send = (method: string, rest: string, body?: unknown) => api(urlOf(server, rest), { method, key: admin, ...(body === undefined ? {} : { body }) });
     const steps: Array<() => Promise<unknown>> = [
       () => put(server, admin, 'feed/a.md', { content: 'a' }),
@@ -301,5 +302,21 @@ describe('HTTP events: each event is the change feed of its commit', function ()
     // The roles saw different things (the comparison above is not trivially the same list three times).
     expect(expected.reader).to.not.deep.equal(expected.admin);
     expect(expected.writer).to.not.deep.equal(expected.reader);
+    // After a restart nothing is in memory: the same events again, read from git, for a client resuming from the start.
+    const { dataDir } = server;
+    await server.server.close(2000);
+    const restarted = await startTestServer({ dataDir });
+    try {
+      for (const [role, key] of Object.entries(roles)) {
+        const want = expected[role] as Array<{ id: string; changes: unknown[] }>;
+        const again = await SseClient.open(urlOf(restarted, `${EVENTS}?since=${start}`), { Authorization: `Bearer ${key}` });
+        await again.waitFor(want.length);
+        await new Promise((r) => setTimeout(r, 200));
+        expect(again.commits().map((e) => ({ id: e.id, changes: e.data.changes })), `${role} after a restart`).to.deep.equal(want);
+        again.close();
+      }
+    } finally {
+      await restarted.close();
+    }
   });
 });
