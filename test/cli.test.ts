@@ -172,6 +172,25 @@ describe('cli (knowledge-store as a child process)', function () {
     });
   });
 
+  describe('key create --scope', () => {
+    it('limits the key to the folders given (repeatable, normalised), shown by key list', async () => {
+      const created = JSON.parse(
+        await ok(['key', 'create', '--org', 'acme', '--role', 'reader', '--scope', 'notes', '--scope', 'docs/', '--data-dir', D, '--json']),
+      ) as { keyId: string; scopes: string[] };
+      expect(created.scopes).to.deep.equal(['docs/', 'notes/']);
+      const listed = JSON.parse(await ok(['key', 'list', '--org', 'acme', '--data-dir', D, '--json'])) as Array<ListedKey & { scopes?: string[] }>;
+      expect(listed.find((k) => k.id === created.keyId)?.scopes).to.deep.equal(['docs/', 'notes/']);
+      expect(await ok(['key', 'list', '--org', 'acme', '--data-dir', D])).to.match(new RegExp(`${created.keyId}.*\tdocs/,notes/`));
+    });
+
+    it('refuses bad scopes and creates no key', async () => {
+      const before = (JSON.parse(await ok(['key', 'list', '--org', 'acme', '--data-dir', D, '--json'])) as ListedKey[]).length;
+      await fails(['key', 'create', '--org', 'acme', '--role', 'reader', '--scope', 'docs/', '--scope', 'docs/a/', '--data-dir', D], /inside scope "docs\/"/);
+      await fails(['key', 'create', '--org', 'acme', '--role', 'reader', '--scope', '../x', '--data-dir', D], /Invalid scope/);
+      expect((JSON.parse(await ok(['key', 'list', '--org', 'acme', '--data-dir', D, '--json'])) as ListedKey[]).length).to.equal(before);
+    });
+  });
+
   describe('key list', () => {
     it('shows id, name, role, created and last used, and never a secret or its hash', async () => {
       const created = JSON.parse(await ok(['key', 'create', '--org', 'acme', '--role', 'writer', '--name', 'lister', '--data-dir', D, '--json'])) as Record<

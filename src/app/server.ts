@@ -1,3 +1,4 @@
+import type { RequestListener } from 'node:http';
 import { packageVersion } from '../common/packageInfo.js';
 import type { Logger } from '../common/log.js';
 import { systemClock, type Clock } from '../common/clock.js';
@@ -11,7 +12,7 @@ import { PromMetrics } from './promMetrics.js';
 import { listen } from '../http/listen.js';
 import type { FsPromises } from '../storage/fs/fs.js';
 import type { Config } from './config.js';
-import { openServingStore } from './store.js';
+import { openServingStore, type Store } from './store.js';
 
 export { DEFAULT_ORG } from './store.js';
 
@@ -37,32 +38,44 @@ export async function startServer(args: {
   clock?: Clock;
 }): Promise<RunningServer> {
   const { config, logger, announce = (line) => process.stdout.write(`${line}\n`), clock = systemClock } = args;
-  // Figures are kept only when someone may read them; the gauges read the store once it is open.
-  const metrics = config.metrics.mode === 'off' ? undefined : new PromMetrics();
-  const store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce, metrics });
-  metrics?.readFrom(store.orgs);
+  // The port is bound before the data directory is touched: a busy port (PortInUse) leaves nothing
+  // behind, so a first start that fails there has not printed, and lost, the one admin key.
+  // Requests that arrive while the store opens wait for it (they are answered once it is open).
+  let opened: (handler: RequestListener | null) => void = () => {};
+  const app = new Promise<RequestListener | null>((resolve) => (opened = resolve));
+  const http = await listen({ handler: (req, res) => void app.then((handler) => (handler ? handler(req, res) : res.destroy())), host: config.host, port: config.port });
+  let store: Store;
   const feed = new EventFeed();
   const streams = new EventStreams(config.eventStreams);
-  const webhooks = new Webhooks({
-    orgs: store.orgs,
-    keys: store.keys,
-    feed,
-    send: webhookSender({ allowPrivate: config.webhooks.allowPrivate }),
-    fs: args.fs ?? (nodeFs as unknown as FsPromises),
-    settings: config.webhooks,
-    clock,
-    logger,
-  });
-  let http;
+  let webhooks: Webhooks;
   try {
-    // Deliveries queued before a stop or a crash resume at once.
-    await webhooks.start();
-    const events = { feed, streams, settings: config.eventStreams };
-    const app = createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks });
-    http = await listen({ handler: app.callback(), host: config.host, port: config.port });
+    // Figures are kept only when someone may read them; the gauges read the store once it is open.
+    const metrics = config.metrics.mode === 'off' ? undefined : new PromMetrics();
+    store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce, metrics });
+    metrics?.readFrom(store.orgs);
+    webhooks = new Webhooks({
+      orgs: store.orgs,
+      keys: store.keys,
+      feed,
+      send: webhookSender({ allowPrivate: config.webhooks.allowPrivate }),
+      fs: args.fs ?? (nodeFs as unknown as FsPromises),
+      settings: config.webhooks,
+      clock,
+      logger,
+    });
+    try {
+      // Deliveries queued before a stop or a crash resume at once.
+      await webhooks.start();
+      const events = { feed, streams, settings: config.eventStreams };
+      opened(createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks }).callback());
+    } catch (err) {
+      await webhooks.stop();
+      await store.close();
+      throw err;
+    }
   } catch (err) {
-    await webhooks.stop();
-    await store.close();
+    opened(null);
+    await http.close(0);
     throw err;
   }
   const { url, port } = http;

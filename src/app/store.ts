@@ -54,9 +54,16 @@ export async function openServingStore(
     const orgs = new OrgStore({ fs, dataDir, logger, git, owner: true, autoRepackObjects: args.autoRepackObjects, metrics: args.metrics, search: args.search === false ? undefined : { readNeed } });
     const keys = new KeyStore({ fs, dataDir, logger, watch: watchDirectory });
     await keys.startWatching();
-    if ((await orgs.list()).length === 0) {
+    const existing = await orgs.list();
+    if (existing.length === 0) {
       const { secret } = await createOrganization({ orgs, keys, orgId: DEFAULT_ORG, clock: args.clock });
       args.announce(`Admin API key for organization "${DEFAULT_ORG}": ${secret}`);
+    } else {
+      // Only a key's hash is kept, so a lost first key cannot be shown again: say what replaces it.
+      const org = existing.includes(DEFAULT_ORG) ? DEFAULT_ORG : '<orgId>';
+      logger.info('the admin key is printed on the first start only; if it is lost, make a new one', {
+        recovery: `knowledge-store key create --org ${org} --role admin --data-dir ${dataDir}`,
+      });
     }
     const flushUsage = (): Promise<void> => keys.flushUsage().catch((err: unknown) => logger.warn('could not record key usage', { error: String(err) }));
     const usageTimer = setInterval(() => void flushUsage(), USAGE_FLUSH_MS);

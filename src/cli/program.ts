@@ -65,6 +65,8 @@ function showLogLine(line: string, progress: Progress): void {
   }
 }
 
+/** A repeatable option's values, in the order given (`--scope docs/ --scope notes/`). */
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
 const dataDirOption = (): Option => new Option('--data-dir <dir>', 'data directory (default: $KNOWLEDGE_DATA_DIR or ./data)');
 
 /**
@@ -165,14 +167,23 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .requiredOption('--org <orgId>', 'organization')
     .requiredOption('--role <role>', 'reader, writer or admin')
     .option('--name <name>', 'a name for the key (git author of its changes)')
+    .option('--scope <folder>', 'limit the key to this folder (repeat for several); without it the key reaches the whole organization', collect, [])
     .addOption(dataDirOption())
     .addOption(jsonOption())
-    .action(async (opts: Common & { org: string; role: string; name?: string }) => {
+    .action(async (opts: Common & { org: string; role: string; name?: string; scope: string[] }) => {
       const { orgs, keys } = stores(opts);
       const orgId = validateOrgId(opts.org);
       if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
-      const created = await createKey({ keys, orgId, role: opts.role, name: opts.name ?? opts.role });
-      print(opts, created.secret, { keyId: created.key.id, orgId, role: created.key.role, name: created.key.name, key: created.secret });
+      const scopes = opts.scope.length > 0 ? opts.scope : undefined;
+      const created = await createKey({ keys, orgId, role: opts.role, name: opts.name ?? opts.role, scopes });
+      print(opts, created.secret, {
+        keyId: created.key.id,
+        orgId,
+        role: created.key.role,
+        name: created.key.name,
+        scopes: created.key.scopes ?? null,
+        key: created.secret,
+      });
     });
   key
     .command('list')
@@ -186,9 +197,11 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
       if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
       const list = (await listKeys({ keys, orgId })).map(({ hash: _hash, ...k }) => k);
       const rows = list.map((k) =>
-        [k.id, k.name, k.role, k.createdAt, k.lastUsedAt ?? 'never', k.revokedAt ? `revoked ${k.revokedAt}` : 'active'].join('\t'),
+        [k.id, k.name, k.role, k.createdAt, k.lastUsedAt ?? 'never', k.revokedAt ? `revoked ${k.revokedAt}` : 'active', k.scopes?.join(',') ?? '(all)'].join(
+          '\t',
+        ),
       );
-      print(opts, ['ID\tNAME\tROLE\tCREATED\tLAST USED\tSTATUS', ...rows].join('\n'), list);
+      print(opts, ['ID\tNAME\tROLE\tCREATED\tLAST USED\tSTATUS\tSCOPES', ...rows].join('\n'), list);
     });
   key
     .command('revoke <keyId>')

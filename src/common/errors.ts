@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'PATH_CONFLICT'
   | 'INVALID_PATH'
   | 'FORBIDDEN'
+  | 'SCOPE_REFUSED'
   | 'PRECONDITION_FAILED'
   | 'CONTENT_TOO_LARGE'
   | 'INVALID_INPUT'
@@ -34,6 +35,7 @@ export type ErrorCode =
   | 'METRICS_REFUSED'
   | 'METRICS_TOKEN_REQUIRED'
   | 'NOT_READY'
+  | 'PORT_IN_USE'
   // Storage
   | 'LOCK_TIMEOUT'
   | 'REF_CONFLICT'

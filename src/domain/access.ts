@@ -2,6 +2,7 @@ import type { IndexEntry, IndexView } from '../storage/repo/itemIndex.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import { Forbidden, InvalidInput } from './errors.js';
 import type { Actor } from './keys.js';
+import { inScope } from './scopes.js';
 import { can, INHERIT, PERMISSIONS, resolveRequirement, type FolderRuleLookup, type Permission, type PermissionRequirement } from './permissions.js';
 
 /** Where folder rules come from: the repository, or a batch's view of it. */
@@ -25,9 +26,19 @@ export function requirement(record: ItemRecord, kind: 'read' | 'write', rules: R
   return resolveRequirement({ requirement: value as PermissionRequirement, path: record.path, kind, folderRule: rulesOf(rules) });
 }
 
-/** The role may see this item's record, history and trash entry (live or not). */
+/**
+ * The key may see this item's record, history and trash entry (live or not): its role holds the
+ * item's read requirement, and the item lies inside the key's scopes. THE read decision: every
+ * route that shows an item (list, get, search's rows, history, diff, changes, trash, MCP) asks
+ * here, so a route added later inherits both the role's and the scopes' limits by calling it.
+ */
 export function canSee(actor: Actor, record: ItemRecord, rules: RuleSource): boolean {
-  return can(actor.role, requirement(record, 'read', rules));
+  return inScope(actor, record.path) && can(actor.role, requirement(record, 'read', rules));
+}
+
+/** The key sees every item there is: an admin without scopes (a shortcut past per-item checks). */
+export function seesEverything(actor: Actor): boolean {
+  return actor.scopes === undefined && can(actor.role, 'knowledge:admin');
 }
 
 /** A live item the role may read; anything else is absent for this role. */

@@ -1,11 +1,10 @@
 import { perItem } from '../storage/repo/historyLog.js';
 import type { FolderRule, ItemRecord } from '../storage/repo/itemRecord.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
-import { canSee, requireRole, type RuleSource } from './access.js';
+import { canSee, requireRole, seesEverything, type RuleSource } from './access.js';
 import { requireOwnCommit } from './history.js';
 import type { Actor } from './keys.js';
 import { ancestorFolders } from './paths.js';
-import { can } from './permissions.js';
 
 /** One item's net change since the given commit. */
 export interface ChangeView {
@@ -46,8 +45,8 @@ export async function changesSince(args: {
   const after = perItem(repo.history.after(requireOwnCommit(repo, since, 'since')) ?? []);
   const ruleChanges = await folderRuleChanges(repo, after);
   const rulesThen = await rulesAt(repo, since, ruleChanges);
-  // An admin reads everything: what it could read at `since` needs no look at the old records.
-  const seesAll = can(actor.role, 'knowledge:admin');
+  // An admin without scopes reads everything: what it could read at `since` needs no look at the old records.
+  const seesAll = seesEverything(actor);
 
   /** Per item: its first and last commit after `since`, and the last move that took it away from where it was then. */
   const byItem = new Map<string, { first: Entry; last: Entry; position: number; left?: { entry: Entry; position: number } }>();

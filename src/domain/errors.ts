@@ -34,6 +34,16 @@ export class Forbidden extends KnowledgeError<{ permission: Permission }> {
   }
 }
 
+/**
+ * A scoped key asked for what lies outside its folders (a write there, a folder rule there), or for
+ * what reaches the whole organization (a clone, key management). Decided without looking at what is stored.
+ */
+export class ScopeRefused extends KnowledgeError<{ reason: string }> {
+  constructor(data: { reason: string }) {
+    super('SCOPE_REFUSED', `Forbidden — ${data.reason}`, data);
+  }
+}
+
 export class PreconditionFailed extends KnowledgeError<{ path: string; reason: 'changed' | 'exists' }> {
   constructor(data: { path: string; reason: 'changed' | 'exists' }) {
     super('PRECONDITION_FAILED', `Precondition failed for ${data.path}: ${data.reason}`, data);

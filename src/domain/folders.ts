@@ -6,6 +6,7 @@ import { authorOf } from './items.js';
 import type { Actor } from './keys.js';
 import { validateFolderPrefix } from './paths.js';
 import { INHERIT, READ_REQUIREMENTS, WRITE_REQUIREMENTS } from './permissions.js';
+import { inScope, requireInScope } from './scopes.js';
 
 /** A folder's rule as the API shows it: `inherit` where it sets nothing. */
 export interface FolderRuleView {
@@ -15,8 +16,15 @@ export interface FolderRuleView {
   updatedAt: string | null;
 }
 
-function validateFolder(folder: string): string {
-  return validateFolderPrefix(`${folder}/`).slice(0, -1);
+/**
+ * A folder named in a request. A scoped admin manages the rules of its scope folders and the
+ * folders below them only: a rule above a scope would reach items outside it. Decided on the
+ * folder's name alone.
+ */
+function validateFolder(actor: Actor, folder: string): string {
+  const prefix = validateFolderPrefix(`${folder}/`);
+  requireInScope(actor, prefix);
+  return prefix.slice(0, -1);
 }
 
 function present(folder: string, rule: FolderRule | undefined): FolderRuleView {
@@ -30,13 +38,16 @@ function present(folder: string, rule: FolderRule | undefined): FolderRuleView {
 
 export function getFolderRule(args: { repo: OrgRepo; actor: Actor; folder: string }): FolderRuleView {
   requireRole(args.actor, 'knowledge:admin');
-  const folder = validateFolder(args.folder);
+  const folder = validateFolder(args.actor, args.folder);
   return present(folder, args.repo.folderRule(folder));
 }
 
 export function listFolderRules(args: { repo: OrgRepo; actor: Actor }): FolderRuleView[] {
   requireRole(args.actor, 'knowledge:admin');
-  return args.repo.folderRules().map((r) => present(r.folder, r));
+  return args.repo
+    .folderRules()
+    .filter((r) => inScope(args.actor, `${r.folder}/`))
+    .map((r) => present(r.folder, r));
 }
 
 /**
@@ -54,7 +65,7 @@ export async function setFolderRule(args: {
 }): Promise<FolderRuleView> {
   const { repo, actor, clock = systemClock } = args;
   requireRole(actor, 'knowledge:admin');
-  const folder = validateFolder(args.folder);
+  const folder = validateFolder(actor, args.folder);
   const read = requestedRequirement('requiredReadPermission', args.requiredReadPermission, READ_REQUIREMENTS);
   const write = requestedRequirement('requiredWritePermission', args.requiredWritePermission, WRITE_REQUIREMENTS);
   let result: FolderRule | undefined;

@@ -8,6 +8,7 @@ import { ContentTooLarge, Forbidden, InvalidInput, ItemInTrash, ItemNotFound, Pa
 import type { Actor } from './keys.js';
 import { ancestorFolders, validateFolderPrefix, validatePath } from './paths.js';
 import { can, highest, READ_REQUIREMENTS, WRITE_REQUIREMENTS } from './permissions.js';
+import { requireInScope, scopedPrefixes } from './scopes.js';
 
 /** An item as the domain hands it out: the record, the content when asked for, and its version tag. */
 export interface ItemView {
@@ -58,7 +59,7 @@ export function selectItems(args: {
   const after = args.cursor === undefined ? undefined : decodeCursor(args.cursor);
   const entries: IndexEntry[] = [];
   let more = false;
-  for (const entry of repo.entries({ prefix, after })) {
+  for (const entry of scopedEntries(repo, actor, prefix, after)) {
     if (!readable(actor, entry, repo)) continue;
     if (limit !== undefined && entries.length === limit) {
       more = true;
@@ -69,6 +70,17 @@ export function selectItems(args: {
   if (limit === undefined) return { entries };
   const last = entries[entries.length - 1];
   return { entries, nextCursor: more && last ? encodeCursor(last.record.path) : null };
+}
+
+/**
+ * The entries under `prefix` (after `after`) within the key's scopes, in path order: a scoped key's
+ * list walks its folders only. Scopes are sorted and none is inside another, so their ranges follow
+ * each other in path order. `readable` still decides each entry (the scopes are checked there too).
+ */
+function* scopedEntries(repo: OrgRepo, actor: Actor, prefix: string | undefined, after: string | undefined): Iterable<IndexEntry> {
+  const prefixes = scopedPrefixes(actor, prefix);
+  if (prefixes === undefined) return yield* repo.entries({ after });
+  for (const p of prefixes) yield* repo.entries({ prefix: p, after });
 }
 
 /** Contents read ahead of the consumer of `itemViews`: enough to keep git busy, few enough to stay small. */
@@ -142,6 +154,8 @@ export function checkPut(actor: Actor, input: PutRequest): CheckedPut {
   const { content } = input;
   requireRole(actor, 'knowledge:write');
   const path = validatePath(input.path);
+  // Before anything stored is looked at: the answer outside the scopes depends on the path alone.
+  requireInScope(actor, path);
   const bytes = Buffer.byteLength(content, 'utf8');
   if (bytes > input.maxContentBytes) throw new ContentTooLarge({ bytes, limit: input.maxContentBytes });
   if (!content.isWellFormed()) throw new InvalidInput({ reason: 'content must be valid Unicode (it has a lone surrogate)' });
@@ -271,8 +285,11 @@ export function tagMatches(condition: TagCondition, tag: string): boolean {
 /**
  * Changing an item needs its write requirement, and seeing it first: a role never overwrites what it
  * cannot read. `record` is the item as it is, or as it would be (its path decides the folder rules).
+ * THE write decision, scopes included: every route that changes an item (PUT, move's both ends, each
+ * operation of POST /commits, rollback, MCP) passes here (a delete, admin only, needs `readable`), and a route added later must as well.
  */
 export function requireChangeRights(actor: Actor, record: ItemRecord, rules: RuleSource): void {
+  requireInScope(actor, record.path);
   const needed = highest(requirement(record, 'read', rules), requirement(record, 'write', rules));
   if (!can(actor.role, needed)) throw new Forbidden({ permission: needed });
 }
@@ -287,6 +304,8 @@ function pathTaken(path: string): PathConflict {
  * there (live: taken; in the trash: restore it first; hidden: only "taken"), or a conflict with a folder.
  */
 export function checkPathFree(v: RepoView, actor: Actor, path: string): void {
+  // Outside the scopes nothing may go, whatever is there: refused before anything stored is looked at.
+  requireInScope(actor, path);
   const current = v.get(path);
   if (!current) return checkNoConflict(v, path);
   if (canSee(actor, current.record, v) && current.record.deletedAt !== null) throw new ItemInTrash({ path });

@@ -3,6 +3,7 @@ import { systemClock, type Clock } from '../common/clock.js';
 import type { KeyRecord, KeyStore } from '../storage/keys/keyStore.js';
 import { InvalidInput, KeyNotFound } from './errors.js';
 import { isRole, type Role } from './permissions.js';
+import { validateScopes } from './scopes.js';
 
 /** Who is calling: resolved from an API key, handed to every domain operation. */
 export interface Actor {
@@ -10,6 +11,8 @@ export interface Actor {
   keyName: string;
   orgId: string;
   role: Role;
+  /** The folders the key is limited to (see scopes.ts); absent: the whole organization. */
+  scopes?: readonly string[];
 }
 
 export const KEY_PREFIX = 'ks_';
@@ -42,10 +45,13 @@ export async function createKey(args: {
   orgId: string;
   role: string;
   name: string;
+  /** Folders the key is limited to; absent or undefined: the whole organization. */
+  scopes?: readonly string[];
   clock?: Clock;
 }): Promise<{ key: KeyRecord; secret: string }> {
   const role = validateRole(args.role);
   const name = validateKeyName(args.name);
+  const scopes = args.scopes === undefined ? undefined : validateScopes(args.scopes);
   const secret = `${KEY_PREFIX}${randomBytes(SECRET_BYTES).toString('base64url')}`;
   const key: KeyRecord = {
     id: `key_${randomUUID().replace(/-/g, '').slice(0, 16)}`,
@@ -56,6 +62,8 @@ export async function createKey(args: {
     createdAt: (args.clock ?? systemClock)().toISOString(),
     revokedAt: null,
     lastUsedAt: null,
+    // Only a scoped key carries the field: a key file without it reads as before scopes existed.
+    ...(scopes ? { scopes } : {}),
   };
   await args.keys.add(key);
   return { key, secret };
@@ -99,5 +107,8 @@ export async function authenticate(args: { keys: KeyStore; secret: string | unde
  */
 export function actorOfKey(key: KeyRecord): Actor | null {
   if (key.revokedAt !== null || !isRole(key.role)) return null;
-  return { keyId: key.id, keyName: key.name, orgId: key.orgId, role: key.role };
+  const actor: Actor = { keyId: key.id, keyName: key.name, orgId: key.orgId, role: key.role };
+  // A scopes field that is not a list of strings is not what we wrote: the key reaches nothing rather than everything.
+  if (key.scopes !== undefined) actor.scopes = Array.isArray(key.scopes) && key.scopes.every((s) => typeof s === 'string') ? key.scopes : [];
+  return actor;
 }

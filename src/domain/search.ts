@@ -6,6 +6,7 @@ import { InvalidInput, SearchOff } from './errors.js';
 import type { Actor } from './keys.js';
 import { validateFolderPrefix } from './paths.js';
 import { can, PERMISSIONS, type Role } from './permissions.js';
+import { scopedPrefixes } from './scopes.js';
 import { parseSearchQuery } from './searchQuery.js';
 
 export const DEFAULT_SEARCH_LIMIT = 20;
@@ -34,7 +35,7 @@ export function readableNeeds(role: Role): number[] {
 
 /**
  * `GET /search`: the best matches of `q` among the items the role may read,
- * path matches first. Items it may not read are filtered inside the index's
+ * path matches first. Items it may not read (by rank or by the key's scopes) are filtered inside the index's
  * query, so they are never counted, ranked or paged over.
  */
 export async function searchItems(args: {
@@ -57,7 +58,9 @@ export async function searchItems(args: {
   // A cursor's offset is below MAX_SEARCH_DEPTH (decodeSearchCursor), so a page holds at least one.
   const take = Math.min(limit, MAX_SEARCH_DEPTH - offset);
   // One more than asked for: whether it exists says whether there is a next page.
-  const hits = await index.search({ terms, needs: readableNeeds(actor.role), prefix, limit: take + 1, offset });
+  // The key's scopes narrow the prefix inside the query, as the read ranks do: never filtered after paging.
+  const prefixes = scopedPrefixes(actor, prefix);
+  const hits = await index.search({ terms, needs: readableNeeds(actor.role), prefixes, limit: take + 1, offset });
   const page = hits.slice(0, take);
   const more = hits.length > take && offset + take < MAX_SEARCH_DEPTH;
   return {

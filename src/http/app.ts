@@ -29,6 +29,7 @@ import { itemRoutes } from './routes/items.js';
 import { keyRoutes } from './routes/keys.js';
 import { commitRoutes } from './routes/commits.js';
 import { moveRoutes } from './routes/moves.js';
+import { revertRoutes } from './routes/revert.js';
 import { trashRoutes } from './routes/trash.js';
 import type { AppState } from './state.js';
 
@@ -90,9 +91,9 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // Failures are counted per address (past its allowance an address's failures are 429, its valid keys still
   // served); a good key then spends its own quota.
   const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));
-  // One route file per domain file: health probes, items, moves, commits, history, trash, folders, changes, keys, git access, the dashboard.
+  // One route file per domain file: health probes, items, moves, commits, reverts, history, trash, folders, changes, keys, git access, the dashboard.
   const router = itemRoutes(routeDeps);
-  for (const routes of [healthRoutes, moveRoutes, commitRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
+  for (const routes of [healthRoutes, moveRoutes, commitRoutes, revertRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
     router.use(routes(routeDeps).routes());
   }
   const events = deps.events ?? { feed: new EventFeed(), streams: new EventStreams(config.eventStreams), settings: config.eventStreams };

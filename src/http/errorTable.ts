@@ -40,6 +40,7 @@ const TABLE: Record<ErrorCode, Row> = {
   }),
   GIT_PUSH_REFUSED: () => ({ status: 403, message: 'Pushing is not allowed: the repository is read-only; write through the API' }),
   FORBIDDEN: (err) => ({ status: 403, message: err.message }),
+  SCOPE_REFUSED: (err) => ({ status: 403, message: err.message }),
   ORIGIN_REFUSED: (err) => ({ status: 403, message: err.message }),
   METRICS_REFUSED: () => ({ status: 403, message: 'Forbidden — metrics are served to this machine only (KNOWLEDGE_METRICS)' }),
   METRICS_TOKEN_REQUIRED: () => ({ status: 401, message: 'Invalid metrics token', headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' } }),
@@ -95,6 +96,7 @@ const TABLE: Record<ErrorCode, Row> = {
   // Refused at start or from the CLI, never in answer to a request; should one reach a client, it is ours.
   IMPORT_REFUSED: () => INTERNAL,
   DATA_DIR_IN_USE: () => INTERNAL,
+  PORT_IN_USE: () => INTERNAL,
   CORRUPT_STORE: () => INTERNAL,
 };
 

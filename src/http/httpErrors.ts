@@ -87,6 +87,20 @@ export class NotReady extends KnowledgeError<{ reason: string }> {
   }
 }
 
+/**
+ * The server's port is taken. Raised before the data directory is touched, so a first start on a
+ * busy port creates nothing (no organization, no admin key printed and lost) and the next start is a first start.
+ */
+export class PortInUse extends KnowledgeError<{ host: string; port: number }> {
+  constructor(data: { host: string; port: number }) {
+    super(
+      'PORT_IN_USE',
+      `Cannot listen on ${data.host}:${data.port}: the port is in use by another process. Stop it, or choose another port (PORT or --port). Nothing was created or changed.`,
+      data,
+    );
+  }
+}
+
 /** Past the number of event streams one key or one organization may hold open at once (see EventStreams). */
 export class TooManyStreams extends KnowledgeError<{ scope: 'key' | 'organization'; limit: number }> {
   constructor(data: { scope: 'key' | 'organization'; limit: number }) {

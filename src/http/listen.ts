@@ -1,6 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { errnoCode } from '../common/errors.js';
 import { standardHeaders } from './headers.js';
+import { PortInUse } from './httpErrors.js';
 
 export interface Listening {
   url: string;
@@ -50,9 +52,10 @@ export async function listen(args: { handler: http.RequestListener; host: string
     socket.end(`HTTP/1.1 ${status} ${reason}\r\n${lines}\r\n${body}`);
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const refused = (err: Error): void => reject(errnoCode(err) === 'EADDRINUSE' ? new PortInUse({ host: args.host, port: args.port }) : err);
+    server.once('error', refused);
     server.listen(args.port, args.host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolve();
     });
   });

@@ -103,7 +103,7 @@ export function presentTrashItem(orgId: string, item: ItemView): KnowledgeItem &
 }
 
 /** A key as the admin API shows it: never its secret, never its hash. */
-export function presentKey(key: KeyRecord): Omit<KeyRecord, 'hash' | 'orgId'> & { organizationId: string } {
+export function presentKey(key: KeyRecord): Omit<KeyRecord, 'hash' | 'orgId' | 'scopes'> & { organizationId: string; scopes: string[] | null } {
   return {
     id: key.id,
     organizationId: key.orgId,
@@ -112,6 +112,8 @@ export function presentKey(key: KeyRecord): Omit<KeyRecord, 'hash' | 'orgId'> & 
     createdAt: key.createdAt,
     lastUsedAt: key.lastUsedAt,
     revokedAt: key.revokedAt,
+    // null: the whole organization (a key without scopes).
+    scopes: key.scopes ?? null,
   };
 }
 

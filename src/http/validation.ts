@@ -88,9 +88,9 @@ const diffQuery = {
   properties: { from: { type: 'integer', minimum: 1 }, to: { type: 'integer', minimum: 1 } },
 } as const;
 
+// No `since` is a first call: the head to ask from next time, and no changes (as the MCP tool does).
 const changesQuery = {
   type: 'object',
-  required: ['since'],
   additionalProperties: false,
   properties: { since: { type: 'string', minLength: 1, maxLength: 64 } },
 } as const;
@@ -200,6 +200,25 @@ export type OperationBody =
   | { op: 'delete'; path: string }
   | { op: 'move'; from: string; to: string; ifMatch?: string };
 
+/** `POST /revert`: which form (a commit, or a key and a time) is decided by the domain, with its own message. */
+const revertBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    commitId: { type: 'string', maxLength: 64 },
+    keyId: { type: 'string', maxLength: 128 },
+    since: { type: 'string', maxLength: 64 },
+    force: { type: 'boolean' },
+  },
+} as const;
+
+export interface RevertBody {
+  commitId?: string;
+  keyId?: string;
+  since?: string;
+  force?: boolean;
+}
+
 const folderRuleBody = {
   type: 'object',
   additionalProperties: false,
@@ -210,7 +229,8 @@ const createKeyBody = {
   type: 'object',
   required: ['name', 'role'],
   additionalProperties: false,
-  properties: { name: { type: 'string' }, role: { type: 'string' } },
+  // scopes: folder paths, checked (count, form, overlaps) by the domain's validateScopes.
+  properties: { name: { type: 'string' }, role: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } } },
 } as const;
 
 /** Bodies are never coerced: `"content": 5` is an error, not "5". */
@@ -224,14 +244,15 @@ const validators = {
   putOperation: strictAjv.compile<OperationBody & { op: 'put' }>(putOperation),
   deleteOperation: strictAjv.compile<OperationBody & { op: 'delete' }>(deleteOperation),
   moveOperation: strictAjv.compile<OperationBody & { op: 'move' }>(moveOperation),
+  revertBody: strictAjv.compile<RevertBody>(revertBody),
   folderRuleBody: strictAjv.compile<{ requiredReadPermission?: string; requiredWritePermission?: string }>(folderRuleBody),
-  createKeyBody: strictAjv.compile<{ name: string; role: string }>(createKeyBody),
+  createKeyBody: strictAjv.compile<{ name: string; role: string; scopes?: string[] }>(createKeyBody),
   createWebhookBody: strictAjv.compile<{ url: string; events?: string[]; prefix?: string }>(createWebhookBody),
   listQuery: ajv.compile<ListQuery>(listQuery),
   noQuery: ajv.compile<Record<string, never>>(noQuery),
   getItemQuery: ajv.compile<GetItemQuery>(getItemQuery),
   diffQuery: ajv.compile<{ from: number; to: number }>(diffQuery),
-  changesQuery: ajv.compile<{ since: string }>(changesQuery),
+  changesQuery: ajv.compile<{ since?: string }>(changesQuery),
   eventsQuery: ajv.compile<{ since?: string }>(eventsQuery),
   searchQuery: ajv.compile<SearchQuery>(searchQuery),
 };
@@ -276,6 +297,7 @@ export const validateBody = {
       : op.op === 'delete'
         ? check(validators.deleteOperation, op, 'field')
         : check(validators.moveOperation, op, 'field'),
+  revert: (body: unknown): RevertBody => check(validators.revertBody, body, 'field'),
   folderRule: (body: unknown) => check(validators.folderRuleBody, body, 'field'),
   createKey: (body: unknown) => check(validators.createKeyBody, body, 'field'),
   createWebhook: (body: unknown) => check(validators.createWebhookBody, body, 'field'),

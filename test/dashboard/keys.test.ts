@@ -79,6 +79,29 @@ describe('Dashboard in Chromium: API keys', function () {
     expect(await keyRow('ci-bot').locator('td[data-label="Last used"]').textContent()).to.match(/\d{4}-\d{2}-\d{2} \d{2}:\d{2}/);
   });
 
+  it('creates a scoped key (folders separated by spaces or commas); the list shows its scopes and the key sees only them', async () => {
+    await api(`${server.url}${API}/items/docs/in.md`, { method: 'PUT', key: server.adminKey, body: { content: 'in' } });
+    await api(`${server.url}${API}/items/private/out.md`, { method: 'PUT', key: server.adminKey, body: { content: 'out' } });
+    await page.getByLabel('Name', { exact: true }).fill('docs-agent');
+    await page.getByLabel('Role', { exact: true }).selectOption('reader');
+    await page.getByLabel('Scopes (optional)').fill('notes, docs');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const scoped = await page.getByLabel('Secret', { exact: true }).inputValue();
+    await page.getByRole('button', { name: 'Done' }).click();
+    await keyRow('docs-agent').waitFor();
+    expect(await keyRow('docs-agent').locator('td[data-label="Scopes"]').textContent()).to.equal('docs/notes/');
+    expect(await keyRow('ci-bot').locator('td[data-label="Scopes"]').textContent()).to.equal('all folders');
+    await shot(page, 'desktop-34-scoped-key');
+    const listed = await api(`${server.url}${API}`, { key: scoped });
+    expect((listed.body?.data?.items as Array<{ path: string }>).map((i) => i.path)).to.deep.equal(['docs/in.md']);
+    // A bad scope is refused in words, and no key is made.
+    await page.getByLabel('Name', { exact: true }).fill('bad-scope');
+    await page.getByLabel('Scopes (optional)').fill('docs docs/sub');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByText(/Refused \(400\): scope "docs\/sub\/" is inside scope "docs\/"/).waitFor();
+    expect(await keyRow('bad-scope').count()).to.equal(0);
+  });
+
   it('revokes a key after a confirmation; the API refuses it from then on', async () => {
     await keyRow('ci-bot').getByRole('button', { name: 'Revoke…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Revoke the key “ci-bot”?' });

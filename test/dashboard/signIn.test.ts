@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { createKey } from '../../src/domain/keys.js';
+import { keyStoreOf } from '../http/helpers.js';
 import { inPage, launchBrowser, openDashboard, putItem, shot, signIn, type Browser } from './support.js';
 
 describe('Dashboard in Chromium: sign in, sign out, keyboard, server down', function () {
@@ -35,11 +37,12 @@ describe('Dashboard in Chromium: sign in, sign out, keyboard, server down', func
     await w.page.close();
   });
 
-  it('refuses a reader key, a writer key and an unknown key with a clear message, keeping none of them', async () => {
+  it('refuses a reader key, a writer key, a scoped admin key and an unknown key with a clear message, keeping none of them', async () => {
     const w = await openDashboard(browser, server);
     const cases = [
       { key: await server.key('reader'), says: /not an admin key/ },
       { key: await server.key('writer'), says: /not an admin key/ },
+      { key: (await createKey({ keys: keyStoreOf(server), orgId: 'default', role: 'admin', name: 'scoped', scopes: ['docs/'] })).secret, says: /scoped to some folders/ },
       { key: `ks_${'A'.repeat(43)}`, says: /unknown or has been revoked/ },
       { key: 'not-a-key', says: /unknown or has been revoked/ },
     ];

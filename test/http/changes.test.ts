@@ -181,8 +181,16 @@ describe('HTTP change feed: GET /changes?since=<commit>', function () {
     expect(res.body?.data).to.deep.equal({ head: theirs, changes: [] });
   });
 
-  it('a missing, malformed or repeated since, or another parameter: 400', async () => {
-    for (const q of ['', '?since=', '?since=abc', `?since=${since.slice(0, 12)}`, '?since=main', '?since=HEAD', `?since=${since}&x=1`, `?since=${since}&since=${since}`]) {
+  it('no since (a first call): the head to ask from next time, and no changes, for every role', async () => {
+    const now = await head(server);
+    for (const key of [reader, writer, admin]) {
+      const res = await ok(changes(server, key, ''));
+      expect(res.body?.data).to.deep.equal({ head: now, changes: [] });
+    }
+  });
+
+  it('a malformed or repeated since, or another parameter: 400', async () => {
+    for (const q of ['?since=', '?since=abc', `?since=${since.slice(0, 12)}`, '?since=main', '?since=HEAD', `?since=${since}&x=1`, `?since=${since}&since=${since}`]) {
       expectError(await changes(server, reader, q), 400);
     }
   });

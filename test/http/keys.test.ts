@@ -15,7 +15,8 @@ interface KeyView {
   revokedAt: string | null;
 }
 
-const KEY_FIELDS = ['createdAt', 'id', 'lastUsedAt', 'name', 'organizationId', 'revokedAt', 'role'];
+// scopes: null for a key without scopes (the whole organization); see test/http/scopes.test.ts.
+const KEY_FIELDS = ['createdAt', 'id', 'lastUsedAt', 'name', 'organizationId', 'revokedAt', 'role', 'scopes'];
 const SECRET = /^ks_[A-Za-z0-9_-]{43,}$/;
 
 function listKeys(server: TestServer, key: string): Promise<ApiResponse> {

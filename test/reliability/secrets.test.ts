@@ -255,7 +255,7 @@ describe('reliability: keys and secrets (revocation, no leaks, last-used without
       add('writer POST /keys', 403, `${A}/keys`, { method: 'POST', headers: json(writer.secret), body: JSON.stringify({ name: 'x', role: 'admin' }) });
       add('history', 200, `${A}/history/${p}`, { headers: bearer(reader.secret) });
       add('diff', 200, `${A}/diff/${p}?from=1&to=2`, { headers: bearer(reader.secret) });
-      add('changes without since', 400, `${A}/changes`, { headers: bearer(reader.secret) });
+      add('changes with a malformed since', 400, `${A}/changes?since=nothex`, { headers: bearer(reader.secret) });
       add('admin DELETE', 200, `${A}/items/${p}`, { method: 'DELETE', headers: bearer(admin) });
       add('PUT onto the trash', 409, `${A}/items/${p}`, { method: 'PUT', headers: json(admin), body: JSON.stringify({ content: 'x\n' }) });
       add('GET trash', 200, `${A}/trash`, { headers: bearer(admin) });

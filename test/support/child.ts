@@ -132,10 +132,11 @@ export async function runCli(args: string[], timeoutMs = 20_000): Promise<ChildE
 
 /**
  * `serve --port 0 --data-dir <dataDir>`; resolves once it prints its URL, rejects if it exits first.
- * `env` adds to (or overrides) the environment, e.g. LOG_LEVEL=debug or a rate limit.
+ * `env` adds to (or overrides) the environment, e.g. LOG_LEVEL=debug or a rate limit; `args` adds flags.
  */
-export async function spawnServe(dataDir: string, timeoutMs = 15_000, env: Record<string, string> = {}): Promise<ServeChild> {
-  const { proc, out, exited } = spawnCli(['serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir], env);
+export async function spawnServe(dataDir: string, timeoutMs = 15_000, env: Record<string, string> = {}, args: string[] = []): Promise<ServeChild> {
+  // Flags in `args` come last, so they win (`--port 3001`).
+  const { proc, out, exited } = spawnCli(['serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, ...args], env);
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       proc.kill('SIGKILL');

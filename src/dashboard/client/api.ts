@@ -1,4 +1,4 @@
-import type { ApiKey, FolderRule, Item, SearchPage, TrashItem, Version } from './types.js';
+import type { ApiKey, FolderRule, Item, RevertOutcome, SearchPage, Tagged, TrashItem, Version } from './types.js';
 
 /** A failed call: `status` 0 when the server could not be reached at all. */
 export class ApiError extends Error {
@@ -28,7 +28,12 @@ export class Api {
   ) {}
 
   async call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { Authorization: `Bearer ${this.key}`, Accept: 'application/json' };
+    return (await this.send<T>(method, path, body)).data;
+  }
+
+  /** A call whose request carries extra headers (If-Match) and whose answer's headers are wanted (ETag). */
+  async send<T>(method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<{ data: T; headers: Headers }> {
+    const headers: Record<string, string> = { ...extra, Authorization: `Bearer ${this.key}`, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     let res: Response;
     try {
@@ -55,7 +60,7 @@ export class Api {
       if (res.status === 401) this.onUnauthorized(err);
       throw err;
     }
-    return envelope.data as T;
+    return { data: envelope.data as T, headers: res.headers };
   }
 
   /** Every live item, without content, following the cursor to the end. */
@@ -75,6 +80,32 @@ export class Api {
   async getItem(path: string, version?: number): Promise<Item> {
     const query = version === undefined ? '' : `?version=${version}`;
     return (await this.call<{ item: Item }>('GET', `/items/${encodePath(path)}${query}`)).item;
+  }
+
+  /** The item with its ETag, the version an edit is based on. */
+  async getTagged(path: string): Promise<Tagged> {
+    const { data, headers } = await this.send<{ item: Item }>('GET', `/items/${encodePath(path)}`);
+    return { item: data.item, etag: headers.get('ETag') ?? '' };
+  }
+
+  /**
+   * Saves an item only if nobody changed it since `etag` was read (If-Match), or, with `etag`
+   * null, only if there is no item there yet (If-None-Match: *): a 412 otherwise, never a silent overwrite.
+   */
+  async saveItem(path: string, content: string, etag: string | null, message?: string): Promise<Tagged> {
+    const condition: Record<string, string> = etag === null ? { 'If-None-Match': '*' } : { 'If-Match': etag };
+    const body = message ? { content, message } : { content };
+    const { data, headers } = await this.send<{ item: Item }>('PUT', `/items/${encodePath(path)}`, body, condition);
+    return { item: data.item, etag: headers.get('ETag') ?? '' };
+  }
+
+  async moveItem(from: string, to: string, ifMatch?: string): Promise<Item> {
+    return (await this.call<{ item: Item }>('POST', '/move', ifMatch ? { from, to, ifMatch } : { from, to })).item;
+  }
+
+  /** `POST /revert`: one commit, or a key's changes since a time; conflicts are left alone unless `force`. */
+  revert(target: { commitId: string } | { keyId: string; since: string }, force = false): Promise<RevertOutcome> {
+    return this.call<RevertOutcome>('POST', '/revert', force ? { ...target, force } : target);
   }
 
   deleteItem(path: string): Promise<unknown> {
@@ -118,8 +149,9 @@ export class Api {
     return (await this.call<{ keys: ApiKey[] }>('GET', '/keys')).keys;
   }
 
-  createKey(name: string, role: string): Promise<{ key: ApiKey; secret: string }> {
-    return this.call('POST', '/keys', { name, role });
+  /** `scopes` empty: a key for the whole organization (the field is left out). */
+  createKey(name: string, role: string, scopes: readonly string[] = []): Promise<{ key: ApiKey; secret: string }> {
+    return this.call('POST', '/keys', scopes.length > 0 ? { name, role, scopes } : { name, role });
   }
 
   async revokeKey(id: string): Promise<ApiKey> {

@@ -27,6 +27,8 @@ export interface ApiKey {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** The folders the key is limited to; null: the whole organization. */
+  scopes: string[] | null;
 }
 
 export interface FolderRule {
@@ -49,4 +51,17 @@ export interface SearchPage {
   results: SearchResult[];
   /** The next page's cursor, null after the last. */
   nextCursor: string | null;
+}
+
+/** An item and the ETag it was read with (what an edit saves against). */
+export interface Tagged {
+  item: Item;
+  etag: string;
+}
+
+/** What `POST /revert` did: its commit (null: nothing undone), the paths taken back, the items left alone. */
+export interface RevertOutcome {
+  commitId: string | null;
+  reverted: string[];
+  conflicts: Array<{ path: string; why: string; current: { version: number; etag: string } | null }>;
 }

@@ -23,6 +23,11 @@ export interface KeyRecord {
   createdAt: string;
   revokedAt: string | null;
   lastUsedAt: string | null;
+  /**
+   * Folder prefixes ("docs/") the key is limited to. Absent on keys without scopes, so a key file
+   * written before scopes existed reads unchanged (the file's version stays 1).
+   */
+  scopes?: string[];
 }
 
 interface KeyFile {

@@ -113,6 +113,17 @@ export class HistoryLog {
     return this.positions.has(commitId);
   }
 
+  /** The commit's entry, or undefined when it is not on main. */
+  get(commitId: string): HistoryEntry | undefined {
+    const at = this.positions.get(commitId);
+    return at === undefined ? undefined : this.entries[at];
+  }
+
+  /** Every commit of main, oldest first. */
+  all(): readonly HistoryEntry[] {
+    return this.entries;
+  }
+
   /** Records newly published commits (in order, continuing the head) and appends them to the file. */
   async append(entries: readonly HistoryEntry[]): Promise<void> {
     entries.forEach((e) => this.push(e));

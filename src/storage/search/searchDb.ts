@@ -206,23 +206,27 @@ export class SearchDb {
     match: string;
     pathMatch: string;
     needs: readonly number[];
-    /** Only paths in [from, to). */
-    range?: { from: string; to: string };
+    /** Only paths in one of these [from, to) ranges (a key's scopes, a prefix); absent: any path. */
+    ranges?: ReadonlyArray<{ from: string; to: string }>;
     limit: number;
     offset: number;
   }): SearchRow[] {
-    const { match, pathMatch, needs, range, limit, offset } = args;
+    const { match, pathMatch, needs, ranges, limit, offset } = args;
     const mask = needs.reduce((m, n) => m | (1 << n), 0);
+    // One statement per number of ranges (at most a key's 50 scopes), each compiled once and kept.
+    const within = ranges?.length
+      ? `AND (${ranges.map((_, i) => `(items.path >= :from${i} AND items.path < :to${i})`).join(' OR ')})`
+      : '';
     const sql = `
       SELECT items.id AS id, items.path AS path, ${RANK} AS rank,
              docs.rowid IN (SELECT rowid FROM paths WHERE paths MATCH :pathMatch) AS inPath
       FROM docs JOIN items ON items.id = docs.rowid
       WHERE docs MATCH :match AND ((:mask >> items.need) & 1) = 1
-        ${range ? 'AND items.path >= :from AND items.path < :to' : ''}
+        ${within}
       ORDER BY inPath DESC, rank, items.path
       LIMIT :limit OFFSET :offset`;
     const values: Record<string, string | number> = { ':match': match, ':pathMatch': pathMatch, ':mask': mask, ':limit': limit, ':offset': offset };
-    if (range) Object.assign(values, { ':from': range.from, ':to': range.to });
+    ranges?.forEach((range, i) => Object.assign(values, { [`:from${i}`]: range.from, [`:to${i}`]: range.to }));
     return this.use(sql, (st) => st.all(values)).map((row) => {
         // bm25 is negative, lower is better: map it to (0, 1), higher is better.
         const relevance = Math.max(0, -Number(row.rank));

@@ -284,10 +284,19 @@ export class SearchIndex implements DerivedView {
   }
 
   /**
-   * The best matches the caller may read (`needs`: the ranks it may read), from `offset` on.
+   * The best matches the caller may read (`needs`: the ranks it may read; `prefixes`: the folders
+   * it may look in, absent for anywhere, empty for nowhere), from `offset` on. Both filter inside
+   * the query, so what the caller may not read is never counted or paged over.
    * Work per query is bounded by the match itself: the caller bounds the terms.
    */
-  async search(args: { terms: SearchTerms; needs: readonly number[]; prefix?: string; limit: number; offset: number }): Promise<SearchHit[]> {
+  async search(args: {
+    terms: SearchTerms;
+    needs: readonly number[];
+    prefixes?: readonly string[];
+    limit: number;
+    offset: number;
+  }): Promise<SearchHit[]> {
+    if (args.prefixes?.length === 0) return [];
     // The loop's last check and the reads below run with nothing awaited in between: no staged
     // transaction is open while the query reads.
     const started = process.hrtime.bigint();
@@ -300,7 +309,7 @@ export class SearchIndex implements DerivedView {
       match,
       pathMatch: pathMatchExpression(args.terms),
       needs: args.needs,
-      range: args.prefix ? prefixRange(args.prefix) : undefined,
+      ranges: args.prefixes?.map(prefixRange),
       limit: args.limit,
       offset: args.offset,
     });

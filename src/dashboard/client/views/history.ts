@@ -1,13 +1,16 @@
-import { describeError } from '../api.js';
+import { describeError, encodePath } from '../api.js';
 import type { Ctx } from '../context.js';
 import { confirmDialog } from '../dialog.js';
 import { renderDiff, type DiffLayout } from '../diffView.js';
 import { empty, errorBox, h, loading, replace, table, time } from '../dom.js';
-import type { Item, Version } from '../types.js';
+import { revertOutcome } from '../revertOutcome.js';
+import type { Item, RevertOutcome, Version } from '../types.js';
 
 /** An item's versions (who, when, message), a diff between any two, and roll back to one. */
-export function historyPanel(ctx: Ctx, item: Item, hooks: { onRolledBack: () => void }): HTMLElement {
+export function historyPanel(ctx: Ctx, item: Item, hooks: { onRolledBack: () => void; onReverted: () => void }): HTMLElement {
   const box = h('div', { class: 'history' });
+  /** What the last "revert this change" did: kept on screen while it has conflicts to decide on. */
+  const outcome = h('div', { class: 'revert-result', 'aria-live': 'polite' });
 
   const load = async (): Promise<void> => {
     replace(box, loading('Loading history…'));
@@ -38,6 +41,47 @@ export function historyPanel(ctx: Ctx, item: Item, hooks: { onRolledBack: () => 
     }
   };
 
+  /**
+   * "Revert this change": a new commit undoing that version's commit (every item it changed). Items
+   * someone changed since are left alone and listed; undoing those too is a second, separate choice.
+   */
+  const revert = async (v: Version, force = false): Promise<void> => {
+    const ok =
+      force ||
+      (await confirmDialog({
+        title: `Revert the change of version ${v.version}?`,
+        body: [
+          h('p', null, `A new commit undoes commit `, h('code', null, v.commitId.slice(0, 12)), ` (“${v.message}”) for every item it changed.`),
+          h('p', null, 'Items someone changed after it are left alone and listed; nothing is lost either way.'),
+        ],
+        confirmLabel: 'Revert this change',
+      }));
+    if (!ok) return;
+    let result: RevertOutcome;
+    try {
+      result = await ctx.api.revert({ commitId: v.commitId }, force);
+    } catch (err) {
+      ctx.notify({ kind: 'error', text: `Revert failed. ${describeError(err)}` });
+      return;
+    }
+    if (result.conflicts.length === 0) {
+      const text = result.commitId ? `Reverted the change of version ${v.version} (${result.reverted.join(', ')}).` : 'Nothing to revert: already as before.';
+      // A reverted move takes the item back to its old path: follow it there.
+      const [only] = result.reverted;
+      const elsewhere = result.reverted.length === 1 && only !== undefined && only !== item.path;
+      ctx.notify({ text, keep: elsewhere });
+      if (elsewhere) {
+        hooks.onReverted();
+        ctx.navigate(`#/items/${encodePath(only)}`);
+        return;
+      }
+      hooks.onRolledBack();
+      return;
+    }
+    if (result.commitId) hooks.onReverted();
+    replace(outcome, revertOutcome(result, () => void revert(v, true)));
+  };
+
   function render(versions: Version[]): HTMLElement[] {
     if (versions.length === 0) return [empty('This item has no recorded versions.')];
     const newest = Math.max(...versions.map((v) => v.version));
@@ -66,6 +110,7 @@ export function historyPanel(ctx: Ctx, item: Item, hooks: { onRolledBack: () => 
         'span',
         { class: 'row-actions' },
         h('button', { type: 'button', class: 'secondary small', onclick: () => void showVersion(v) }, 'View'),
+        h('button', { type: 'button', class: 'secondary small', 'data-revert': v.commitId, onclick: () => void revert(v) }, 'Revert this change'),
         v.version === newest
           ? h('span', { class: 'muted current' }, 'current')
           : h('button', { type: 'button', class: 'secondary small', 'data-rollback': v.version, onclick: () => void rollback(v, newest) }, `Roll back to v${v.version}`),
@@ -73,6 +118,7 @@ export function historyPanel(ctx: Ctx, item: Item, hooks: { onRolledBack: () => 
     ]);
     return [
       h('h3', null, `${versions.length} version${versions.length === 1 ? '' : 's'}`),
+      outcome,
       table(`Versions of ${item.path}, newest first`, ['Version', 'Action', 'Message', 'Author', 'When', 'Actions'], rows, 'versions'),
       preview,
       compare(versions),

@@ -1,12 +1,14 @@
 import { effectiveRequirement } from '../access.js';
-import { describeError, encodePath } from '../api.js';
+import { ApiError, describeError, encodePath } from '../api.js';
 import type { Ctx } from '../context.js';
 import { confirmDialog } from '../dialog.js';
-import { errorBox, h, loading, replace, time } from '../dom.js';
-import { isMarkdownPath, renderMarkdown } from '../markdown.js';
+import { empty, errorBox, h, loading, replace, time } from '../dom.js';
+import { renderContent } from '../contentView.js';
 import { tabs } from '../tabs.js';
 import type { FolderRule, Item } from '../types.js';
+import { itemEditor } from './editor.js';
 import { historyPanel } from './history.js';
+import { moveDialog } from './move.js';
 
 /** The open item: its content rendered and raw, its metadata and permissions, its history. */
 export function itemDetail(ctx: Ctx, path: string, hooks: { onChanged: () => void; onDeleted: () => void }): HTMLElement {
@@ -15,9 +17,14 @@ export function itemDetail(ctx: Ctx, path: string, hooks: { onChanged: () => voi
   const load = async (tab?: string): Promise<void> => {
     replace(box, loading(`Loading ${path}…`));
     try {
-      const [item, rules] = await Promise.all([ctx.api.getItem(path), ctx.api.folders().catch(() => null)]);
-      replace(box, ...render(item, rules, tab));
+      const [tagged, rules] = await Promise.all([ctx.api.getTagged(path), ctx.api.folders().catch(() => null)]);
+      replace(box, ...render({ ...tagged.item, etag: tagged.etag }, rules, tab));
     } catch (err) {
+      if (err instanceof ApiError && err.status === 404) {
+        // Moved away or put in the trash (by a revert, say, or another admin): say where to look.
+        const trash = h('a', { href: '#/trash' }, 'the trash');
+        return replace(box, back(), empty(`There is no item at ${path} now: it may have been moved, or put in the trash.`, h('p', null, 'Look in ', trash, ' or in the tree.')));
+      }
       replace(box, back(), errorBox(describeError(err), () => void load(tab)));
     }
   };
@@ -39,18 +46,36 @@ export function itemDetail(ctx: Ctx, path: string, hooks: { onChanged: () => voi
     }
   };
 
-  function render(item: Item, rules: FolderRule[] | null, tab?: string): HTMLElement[] {
+  const edit = (item: Item): void => {
+    const editor = itemEditor(ctx, {
+      path: item.path,
+      onSaved: () => {
+        hooks.onChanged();
+        void load();
+      },
+      onCancel: () => void load(),
+    });
+    replace(box, back(), editor);
+  };
+
+  function render(item: Item & { etag: string }, rules: FolderRule[] | null, tab?: string): HTMLElement[] {
     const head = h(
       'div',
       { class: 'item-head' },
       h('div', null, h('h2', { class: 'item-path', tabindex: '-1' }, item.path), h('p', { class: 'muted' }, 'Updated ', time(item.updatedAt))),
-      h('button', { type: 'button', class: 'danger-outline', onclick: () => void remove(item) }, 'Move to trash'),
+      h(
+        'div',
+        { class: 'item-actions' },
+        h('button', { type: 'button', class: 'primary', onclick: () => edit(item) }, 'Edit'),
+        h('button', { type: 'button', class: 'secondary', onclick: () => void moveDialog(ctx, item, hooks.onChanged) }, 'Move…'),
+        h('button', { type: 'button', class: 'danger-outline', onclick: () => void remove(item) }, 'Move to trash'),
+      ),
     );
     const content = item.content ?? '';
     const panel = tabs(
       `${item.path}`,
       [
-        { id: 'rendered', label: 'Rendered', render: () => rendered(item.path, content) },
+        { id: 'rendered', label: 'Rendered', render: () => renderContent(item.path, content) },
         { id: 'raw', label: 'Raw', render: () => h('pre', { class: 'raw' }, h('code', null, content)) },
         { id: 'details', label: 'Details', render: () => details(item, rules) },
         {
@@ -62,6 +87,7 @@ export function itemDetail(ctx: Ctx, path: string, hooks: { onChanged: () => voi
                 hooks.onChanged();
                 void load('history');
               },
+              onReverted: hooks.onChanged,
             }),
         },
       ],
@@ -76,24 +102,6 @@ export function itemDetail(ctx: Ctx, path: string, hooks: { onChanged: () => voi
 
 /** On a phone the tree is hidden while an item is open: the way back to it. */
 const back = (): HTMLElement => h('a', { class: 'back-link', href: '#/items' }, '← All items');
-
-function rendered(path: string, content: string): HTMLElement {
-  if (content === '') return h('p', { class: 'muted' }, 'This item is empty.');
-  if (isMarkdownPath(path)) {
-    const el = h('div', { class: 'markdown' });
-    // The one place HTML is parsed: markdown-it with html:false (see markdown.ts); CSP blocks inline script besides.
-    el.innerHTML = renderMarkdown(content);
-    return el;
-  }
-  if (/\.json$/i.test(path)) {
-    try {
-      return h('pre', { class: 'raw' }, h('code', null, JSON.stringify(JSON.parse(content), null, 2)));
-    } catch {
-      // not valid JSON: shown as it is
-    }
-  }
-  return h('pre', { class: 'raw wrap' }, content);
-}
 
 function details(item: Item, rules: FolderRule[] | null): HTMLElement {
   const parent = item.path.split('/').slice(0, -1).join('/');

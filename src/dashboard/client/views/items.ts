@@ -4,6 +4,7 @@ import type { Ctx, Route, View } from '../context.js';
 import { empty, errorBox, h, loading, replace } from '../dom.js';
 import { buildTree, filterPaths, type TreeFolder } from '../tree.js';
 import type { Item } from '../types.js';
+import { itemEditor } from './editor.js';
 import { itemDetail } from './item.js';
 import { itemSearch } from './search.js';
 
@@ -22,6 +23,7 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
   const treeBox = h('div', { class: 'tree-box' });
   const detail = h('section', { class: 'detail-pane', 'aria-label': 'Open item' });
   const refresh = h('button', { type: 'button', class: 'secondary small', onclick: () => void loadTree() }, 'Refresh');
+  const create = h('button', { type: 'button', class: 'primary small', onclick: () => newItem() }, 'New item');
   // While a search is on, its results take the tree's place; the tree keeps its state for when it ends.
   const treePart = h('div', { class: 'tree-part' }, h('label', { for: 'item-filter' }, 'Filter by path'), filter, count, treeBox);
   const search = itemSearch(ctx, { selected: () => selected, onToggle: (searching) => {
@@ -31,7 +33,7 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
   const treePane = h(
     'section',
     { class: 'tree-pane', 'aria-labelledby': 'items-heading' },
-    h('div', { class: 'pane-head' }, heading, refresh),
+    h('div', { class: 'pane-head' }, heading, h('div', { class: 'pane-actions' }, create, refresh)),
     search.form,
     treePart,
     search.results,
@@ -62,7 +64,7 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
     const words = filter.value.trim();
     if (paths.length === 0) {
       replace(count);
-      replace(treeBox, empty('No items yet. Items are written through the API (PUT /api/v1/knowledge/items/{path}); they appear here once they exist.'));
+      replace(treeBox, empty('No items yet. Create one with “New item”, or write through the API (PUT /api/v1/knowledge/items/{path}).'));
       return;
     }
     const shown = filterPaths(paths, words);
@@ -98,6 +100,21 @@ export function itemsView(ctx: Ctx, initial: Extract<Route, { name: 'items' }>):
       ),
     );
     return [...folders, ...items];
+  }
+
+  /** The editor in the detail pane, for an item that does not exist yet. */
+  function newItem(): void {
+    layout.classList.add('has-selection');
+    replace(
+      detail,
+      itemEditor(ctx, {
+        onSaved: (item) => {
+          ctx.navigate(`#/items/${encodePath(item.path)}`);
+          void loadTree();
+        },
+        onCancel: () => showDetail(),
+      }),
+    );
   }
 
   function showDetail(): void {

@@ -4,14 +4,25 @@ import type { Ctx, View } from '../context.js';
 import { confirmDialog } from '../dialog.js';
 import { empty, errorBox, h, loading, replace, table, time } from '../dom.js';
 import { formError, sendForm } from '../form.js';
+import { revertOutcome } from '../revertOutcome.js';
 import type { ApiKey } from '../types.js';
 
 /** The organization's API keys: list, create (the secret shown once), revoke. */
 export function keysView(ctx: Ctx): View {
   const list = h('div', { class: 'keys-body' });
   const created = h('div', { class: 'created-key' });
+  /** What the last "undo this key's changes" did, with its conflicts. */
+  const undone = h('div', { class: 'undo-result', 'aria-live': 'polite' });
   const name = h('input', { id: 'key-name', name: 'name', type: 'text', required: true, maxlength: '100', autocomplete: 'off', placeholder: 'e.g. research-agent' });
   const role = h('select', { id: 'key-role', name: 'role' }, (Object.keys(ROLES) as Role[]).map((r) => h('option', { value: r, selected: r === 'reader' }, r)));
+  const scopes = h('input', {
+    id: 'key-scopes',
+    name: 'scopes',
+    type: 'text',
+    autocomplete: 'off',
+    placeholder: 'all folders; or e.g. docs/ notes/',
+    'aria-describedby': 'key-scopes-note',
+  });
   const formMessage = h('div', { role: 'alert', class: 'form-message' });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create key');
 
@@ -26,8 +37,11 @@ export function keysView(ctx: Ctx): View {
         const value = name.value.trim();
         if (!value) return formError(formMessage, 'Give the key a name (who or what will use it).', name);
         await sendForm(submit, formMessage, async () => {
-          const { key, secret } = await ctx.api.createKey(value, role.value);
+          // Folders separated by spaces or commas; none: the whole organization.
+          const folders = scopes.value.split(/[\s,]+/).filter((s) => s !== '');
+          const { key, secret } = await ctx.api.createKey(value, role.value, folders);
           name.value = '';
+          scopes.value = '';
           showSecret(key, secret);
           await load();
         });
@@ -39,8 +53,10 @@ export function keysView(ctx: Ctx): View {
       { class: 'fields' },
       h('div', { class: 'field grow' }, h('label', { for: 'key-name' }, 'Name'), name),
       h('div', { class: 'field' }, h('label', { for: 'key-role' }, 'Role'), role),
+      h('div', { class: 'field grow' }, h('label', { for: 'key-scopes' }, 'Scopes (optional)'), scopes),
       h('div', { class: 'field actions' }, submit),
     ),
+    h('p', { id: 'key-scopes-note', class: 'muted small' }, 'A scoped key sees and changes only items under its folders, and may not clone the repository or manage keys.'),
     formMessage,
   );
 
@@ -51,6 +67,7 @@ export function keysView(ctx: Ctx): View {
     h('p', { class: 'lead' }, 'Keys of this organization. Readers read; writers also write; admins also delete, restore and manage keys and folder rules. A revoked key is refused from its next request on.'),
     form,
     created,
+    undone,
     h('h2', null, 'Keys'),
     list,
   );
@@ -107,6 +124,43 @@ export function keysView(ctx: Ctx): View {
     }
   };
 
+  /**
+   * "Undo this key's changes since…": the button for an agent that went wrong. One new commit takes
+   * back everything the key changed from that time on; what others changed since is left alone and
+   * listed, with a separate button to undo those too.
+   */
+  const undo = async (key: ApiKey): Promise<void> => {
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    const field = h('input', { id: 'undo-since', type: 'datetime-local', step: '1', value: localInput(hourAgo) });
+    const ok = await confirmDialog({
+      title: `Undo the changes of “${key.name}”?`,
+      body: [
+        h('p', null, `Every change this key (`, h('code', null, key.id), ') made from the time below on is undone in one new commit. Created items go to the trash; nothing is lost.'),
+        h('label', { for: 'undo-since' }, 'Since (your local time)'),
+        field,
+      ],
+      confirmLabel: 'Undo changes',
+      danger: true,
+    });
+    if (!ok) return;
+    const since = new Date(field.value);
+    if (Number.isNaN(since.getTime())) return ctx.notify({ kind: 'error', text: 'Give a date and time to undo from.' });
+    await send(key, since.toISOString(), false);
+  };
+
+  const send = async (key: ApiKey, since: string, force: boolean): Promise<void> => {
+    try {
+      const result = await ctx.api.revert({ keyId: key.id, since }, force);
+      replace(
+        undone,
+        h('h2', null, `Changes of “${key.name}” since ${since.slice(0, 19).replace('T', ' ')} UTC`),
+        revertOutcome(result, () => void send(key, since, true)),
+      );
+    } catch (err) {
+      ctx.notify({ kind: 'error', text: `Undo failed. ${describeError(err)}` });
+    }
+  };
+
   const load = async (): Promise<void> => {
     replace(list, loading('Loading keys…'));
     try {
@@ -116,15 +170,19 @@ export function keysView(ctx: Ctx): View {
       const rows = sorted.map((k) => [
         h('span', { class: 'key-name' }, k.name),
         h('span', { class: `role role-${k.role}` }, k.role),
+        k.scopes ? h('span', { class: 'key-scopes' }, k.scopes.map((s) => h('code', { class: 'small-code' }, s))) : h('span', { class: 'muted' }, 'all folders'),
         h('code', { class: 'small-code' }, k.id),
         time(k.createdAt),
         time(k.lastUsedAt, 'never'),
         k.revokedAt ? h('span', { class: 'status revoked' }, 'revoked ', time(k.revokedAt)) : h('span', { class: 'status active' }, 'active'),
-        k.revokedAt
-          ? h('span', { class: 'muted' }, '—')
-          : h('button', { type: 'button', class: 'danger-outline small', 'data-key-id': k.id, onclick: () => void revoke(k) }, 'Revoke…'),
+        h(
+          'span',
+          { class: 'row-actions' },
+          h('button', { type: 'button', class: 'secondary small', 'data-undo-key': k.id, onclick: () => void undo(k) }, 'Undo changes since…'),
+          k.revokedAt ? null : h('button', { type: 'button', class: 'danger-outline small', 'data-key-id': k.id, onclick: () => void revoke(k) }, 'Revoke…'),
+        ),
       ]);
-      replace(list, table('API keys of this organization, active first', ['Name', 'Role', 'Id', 'Created', 'Last used', 'Status', 'Actions'], rows, 'keys'));
+      replace(list, table('API keys of this organization, active first', ['Name', 'Role', 'Scopes', 'Id', 'Created', 'Last used', 'Status', 'Actions'], rows, 'keys'));
     } catch (err) {
       replace(list, errorBox(describeError(err), () => void load()));
     }
@@ -132,4 +190,10 @@ export function keysView(ctx: Ctx): View {
 
   void load();
   return { el, title: 'API keys' };
+}
+
+/** A time as a datetime-local input shows it: local, to the second. */
+function localInput(d: Date): string {
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }

@@ -46,7 +46,9 @@ export function signInView(options: { message?: Notice; onSignedIn: (key: string
           input.value = '';
           options.onSignedIn(key, keys[0]?.organizationId ?? '');
         } catch (err) {
-          if (err instanceof ApiError && err.status === 403) {
+          if (err instanceof ApiError && err.status === 403 && /scoped key/.test(err.message)) {
+            refuse('This admin key is scoped to some folders. The dashboard manages the whole organization: sign in with an admin key without scopes.');
+          } else if (err instanceof ApiError && err.status === 403) {
             refuse('This key is not an admin key. The dashboard needs a key with the admin role; reader and writer keys are refused.');
           } else if (err instanceof ApiError && err.status === 401) {
             refuse('The server does not accept this key: it is unknown or has been revoked.');
