@@ -112,13 +112,13 @@ export class Webhooks {
 
   async list(args: { repo: OrgRepo; actor: Actor }): Promise<WebhookView[]> {
     requireRole(args.actor, 'knowledge:admin');
-    return (await this.of(args.repo)).hooks.map(view);
+    return (await this.of(args.repo)).hooks.filter((h) => manages(args.actor, h)).map(view);
   }
 
   async remove(args: { repo: OrgRepo; actor: Actor; id: string }): Promise<void> {
     requireRole(args.actor, 'knowledge:admin');
     const org = await this.of(args.repo);
-    const at = org.hooks.findIndex((h) => h.id === args.id);
+    const at = org.hooks.findIndex((h) => h.id === args.id && manages(args.actor, h));
     if (at < 0) throw new WebhookNotFound({ webhookId: args.id });
     await org.workers.get(args.id)?.stop();
     org.workers.delete(args.id);
@@ -128,7 +128,7 @@ export class Webhooks {
 
   async deliveries(args: { repo: OrgRepo; actor: Actor; id: string }): Promise<DeliveryRecord[]> {
     requireRole(args.actor, 'knowledge:admin');
-    const hook = (await this.of(args.repo)).hooks.find((h) => h.id === args.id);
+    const hook = (await this.of(args.repo)).hooks.find((h) => h.id === args.id && manages(args.actor, h));
     if (!hook) throw new WebhookNotFound({ webhookId: args.id });
     return hook.deliveries;
   }
@@ -197,6 +197,14 @@ export class Webhooks {
     org.writing = write.catch(() => undefined);
     return write;
   }
+}
+
+/**
+ * A scoped admin manages only the hooks it created: another's URL and folder could name what lies outside its
+ * scopes, and deleting it would reach the whole organization. An admin without scopes manages them all.
+ */
+function manages(actor: Actor, hook: WebhookRecord): boolean {
+  return actor.scopes === undefined || hook.createdBy === actor.keyId;
 }
 
 function view(hook: WebhookRecord): WebhookView {

@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { expect } from 'chai';
 import { Receiver } from '../support/receiver.js';
+import { SseClient } from '../support/sse.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
 import { head, urlOf } from './adminApi.js';
 import { createKeyWithId, del, expectError, put, revoke } from './helpers.js';
@@ -205,3 +206,58 @@ describe('HTTP webhooks: /webhooks', function () {
     expectError(await api(urlOf(server, `/webhooks/${id}/deliveries`), { key: admin }), 404, 'Webhook not found');
   });
 });
+
+describe('HTTP webhooks and events: scoped keys', function () {
+  this.timeout(60_000);
+
+  let server: TestServer;
+  let receiver: Receiver;
+  before(async () => {
+    server = await startTestServer({ config: { webhooks: { allowPrivate: true, retryBaseMs: 100, timeoutMs: 400 } } });
+    receiver = await Receiver.start();
+  });
+  after(async () => {
+    await receiver?.close();
+    await server?.close();
+  });
+
+  async function scopedKey(role: string, scopes: string[]): Promise<string> {
+    const res = await api(urlOf(server, '/keys'), { method: 'POST', key: server.adminKey, body: { name: `${role}-scoped`, role, scopes } });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    return (res.body?.data as { secret: string }).secret;
+  }
+
+  it('a scoped key\'s stream and a scoped admin\'s hook carry only what lies in the scopes; it manages only its own hooks', async () => {
+    const reader = await scopedKey('reader', ['docs/']);
+    const scopedAdmin = await scopedKey('admin', ['docs/']);
+    const stream = await SseClient.open(urlOf(server, '/events'), { Authorization: `Bearer ${reader}` });
+    const { id } = await hookOf(server, scopedAdmin, { url: receiver.url });
+    const other = await hookOf(server, server.adminKey, { url: `${receiver.url}-all` });
+    await put(server, server.adminKey, 'secret/s.md', { content: 's' });
+    const both = await api(urlOf(server, '/commits'), {
+      method: 'POST',
+      key: server.adminKey,
+      body: { operations: [{ op: 'put', path: 'secret/t.md', content: 't' }, { op: 'put', path: 'docs/a.md', content: 'a' }] },
+    });
+    expect(both.status).to.equal(200);
+    const mixed = await head(server);
+    await stream.waitFor(1);
+    await receiver.waitFor(() => receiver.received.filter((r) => r.headers['x-knowledge-delivery'] !== undefined && JSON.parse(r.body).webhookId === id).length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(stream.events.map((e) => e.id)).to.deep.equal([mixed]);
+    expect(pairsOf(stream.commits()[0]?.data.changes ?? [])).to.deep.equal([['docs/a.md', 'created']]);
+    const mine = receiver.received.map((r) => JSON.parse(r.body) as Body).filter((b) => b.webhookId === id);
+    expect(mine.map((b) => pairsOf(b.changes))).to.deep.equal([[['docs/a.md', 'created']]]);
+    // The unscoped admin's hook saw all three items.
+    const all = receiver.received.map((r) => JSON.parse(r.body) as Body).filter((b) => b.webhookId === other.id);
+    expect(all.flatMap((b) => b.changes.map((c) => c.path))).to.deep.equal(['secret/s.md', 'secret/t.md', 'docs/a.md']);
+    // The scoped admin lists and manages only its own hook.
+    const list = await api(urlOf(server, '/webhooks'), { key: scopedAdmin });
+    expect((list.body?.data as { webhooks: Array<{ id: string }> }).webhooks.map((h) => h.id)).to.deep.equal([id]);
+    expectError(await api(urlOf(server, `/webhooks/${other.id}/deliveries`), { key: scopedAdmin }), 404, 'Webhook not found');
+    expectError(await api(urlOf(server, `/webhooks/${other.id}`), { method: 'DELETE', key: scopedAdmin }), 404, 'Webhook not found');
+    stream.close();
+  });
+});
+
+const pairsOf = (changes: Array<{ path: string; change: string }>): Array<[string, string]> => changes.map((c) => [c.path, c.change]);
