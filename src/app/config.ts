@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
 import { isLogLevel, type LogLevel } from '../common/log.js';
 import type { MetricsAccess } from '../common/metrics.js';
+import type { WebhookSettings } from '../domain/webhooks.js';
+import { EVENT_STREAM_DEFAULTS, type EventStreamSettings } from '../http/events/streamLimits.js';
 
 /** Each setting comes from the environment, and each is also a `serve` flag (flags win). */
 export interface Config {
@@ -37,7 +39,12 @@ export interface Config {
   trustProxy: number;
   /** Who may read GET /metrics (see MetricsAccess). */
   metrics: MetricsAccess;
+  /** GET /events (KNOWLEDGE_EVENT_STREAMS_PER_KEY, KNOWLEDGE_EVENT_STREAMS_PER_ORG; the rest are fixed defaults). */
+  eventStreams: EventStreamSettings;
+  /** Webhook delivery (README, Events). */
+  webhooks: WebhookSettings;
 }
+
 
 export interface ConfigOverrides {
   host?: string;
@@ -82,6 +89,8 @@ export const DEFAULTS = {
   allowedOrigins: [] as string[],
   trustProxy: 0,
   metrics: 'local',
+  webhookRetryBaseMs: 30_000,
+  webhookTimeoutMs: 10_000,
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = {}): Config {
@@ -111,6 +120,18 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
   const allowedOrigins = origins(pick(overrides.allowedOrigins, 'KNOWLEDGE_ALLOWED_ORIGINS'));
   const trustProxy = proxies(pick(overrides.trustProxy, 'KNOWLEDGE_TRUST_PROXY'));
   const metrics = metricsAccess(pick(overrides.metrics, 'KNOWLEDGE_METRICS') ?? DEFAULTS.metrics);
+  const eventStreams: EventStreamSettings = {
+    ...EVENT_STREAM_DEFAULTS,
+    streamsPerKey: integer(env.KNOWLEDGE_EVENT_STREAMS_PER_KEY || undefined, EVENT_STREAM_DEFAULTS.streamsPerKey, 'KNOWLEDGE_EVENT_STREAMS_PER_KEY', 1, 100_000),
+    streamsPerOrg: integer(env.KNOWLEDGE_EVENT_STREAMS_PER_ORG || undefined, EVENT_STREAM_DEFAULTS.streamsPerOrg, 'KNOWLEDGE_EVENT_STREAMS_PER_ORG', 1, 100_000),
+  };
+  const allowPrivate = env.KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE || 'off';
+  if (allowPrivate !== 'on' && allowPrivate !== 'off') throw new ConfigError(`KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE must be on or off (got "${allowPrivate}")`);
+  const webhooks: WebhookSettings = {
+    allowPrivate: allowPrivate === 'on',
+    retryBaseMs: integer(env.KNOWLEDGE_WEBHOOK_RETRY_BASE_MS || undefined, DEFAULTS.webhookRetryBaseMs, 'KNOWLEDGE_WEBHOOK_RETRY_BASE_MS', 10, 3_600_000),
+    timeoutMs: integer(env.KNOWLEDGE_WEBHOOK_TIMEOUT_MS || undefined, DEFAULTS.webhookTimeoutMs, 'KNOWLEDGE_WEBHOOK_TIMEOUT_MS', 100, 120_000),
+  };
   const logLevel = pick(overrides.logLevel, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!isLogLevel(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of error, warn, info, debug (got "${logLevel}")`);
   return {
@@ -131,6 +152,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     rateLimitAuthFailuresBurst,
     trustProxy,
     metrics,
+    eventStreams,
+    webhooks,
   };
 }
 

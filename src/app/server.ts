@@ -2,8 +2,13 @@ import type { RequestListener } from 'node:http';
 import { packageVersion } from '../common/packageInfo.js';
 import type { Logger } from '../common/log.js';
 import { systemClock, type Clock } from '../common/clock.js';
+import { EventFeed } from '../domain/events.js';
+import { Webhooks } from '../domain/webhooks.js';
+import { webhookSender } from './webhookSender.js';
+import { promises as nodeFs } from 'node:fs';
 import { createApp } from '../http/app.js';
 import { createExtractor } from './extraction.js';
+import { EventStreams } from '../http/events/streamLimits.js';
 import { PromMetrics } from './promMetrics.js';
 import { listen } from '../http/listen.js';
 import type { FsPromises } from '../storage/fs/fs.js';
@@ -41,14 +46,31 @@ export async function startServer(args: {
   const app = new Promise<RequestListener | null>((resolve) => (opened = resolve));
   const http = await listen({ handler: (req, res) => void app.then((handler) => (handler ? handler(req, res) : res.destroy())), host: config.host, port: config.port });
   let store: Store;
+  const feed = new EventFeed();
+  const streams = new EventStreams(config.eventStreams);
+  let webhooks: Webhooks;
   try {
     // Figures are kept only when someone may read them; the gauges read the store once it is open.
     const metrics = config.metrics.mode === 'off' ? undefined : new PromMetrics();
     store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce, metrics });
     metrics?.readFrom(store.orgs);
+    webhooks = new Webhooks({
+      orgs: store.orgs,
+      keys: store.keys,
+      feed,
+      send: webhookSender({ allowPrivate: config.webhooks.allowPrivate }),
+      fs: args.fs ?? (nodeFs as unknown as FsPromises),
+      settings: config.webhooks,
+      clock,
+      logger,
+    });
     try {
-      opened(createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), extractor: createExtractor(config) }).callback());
+      // Deliveries queued before a stop or a crash resume at once.
+      await webhooks.start();
+      const events = { feed, streams, settings: config.eventStreams };
+      opened(createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks, extractor: createExtractor(config) }).callback());
     } catch (err) {
+      await webhooks.stop();
       await store.close();
       throw err;
     }
@@ -62,7 +84,10 @@ export async function startServer(args: {
   let closing: Promise<void> | undefined;
   const close = (graceMs = 10_000): Promise<void> =>
     (closing ??= (async () => {
+      // Event streams never finish by themselves: end them (clients resume with Last-Event-ID), then wait for the rest.
+      streams.endAll();
       await http.close(graceMs);
+      await webhooks.stop();
       await store.close();
       logger.info('stopped');
     })());

@@ -118,3 +118,9 @@ export class ExtractionFailed extends KnowledgeError<{ reason: string }> {
     super('EXTRACTION_FAILED', `Could not extract text: ${data.reason}`, data);
   }
 }
+
+export class WebhookNotFound extends KnowledgeError<{ webhookId: string }> {
+  constructor(data: { webhookId: string }) {
+    super('WEBHOOK_NOT_FOUND', `No webhook ${data.webhookId}`, data);
+  }
+}

@@ -94,9 +94,19 @@ export async function authenticate(args: { keys: KeyStore; secret: string | unde
   if (!secret || !SECRET_SHAPE.test(secret)) return null;
   const hash = hashSecret(secret);
   const key = await keys.findByHash(hash);
-  if (!key || key.revokedAt !== null || !isRole(key.role)) return null;
+  const actor = key ? actorOfKey(key) : null;
+  if (!key || !actor) return null;
   if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
   keys.noteUsed(key.id, (args.clock ?? systemClock)());
+  return actor;
+}
+
+/**
+ * The actor a key acts as, or null once it is revoked: the one place a key becomes an actor, for a
+ * request (above) and for what acts later in a key's name (a webhook sees what its creator may read).
+ */
+export function actorOfKey(key: KeyRecord): Actor | null {
+  if (key.revokedAt !== null || !isRole(key.role)) return null;
   const actor: Actor = { keyId: key.id, keyName: key.name, orgId: key.orgId, role: key.role };
   // A scopes field that is not a list of strings is not what we wrote: the key reaches nothing rather than everything.
   if (key.scopes !== undefined) actor.scopes = Array.isArray(key.scopes) && key.scopes.every((s) => typeof s === 'string') ? key.scopes : [];

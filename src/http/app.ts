@@ -12,7 +12,12 @@ import { MethodNotAllowed } from './httpErrors.js';
 import { limitFailedAuthentication, limitPerKey } from './middleware/rateLimit.js';
 import { requestContext } from './middleware/requestContext.js';
 import { checkOrigin, MCP_PATH, mcpRoutes } from './mcp/endpoint.js';
+import { EventFeed } from '../domain/events.js';
+import { EventStreams, type EventStreamSettings } from './events/streamLimits.js';
 import { changeRoutes } from './routes/changes.js';
+import { eventRoutes, type EventDeps } from './routes/events.js';
+import { webhookRoutes } from './routes/webhooks.js';
+import type { Webhooks } from '../domain/webhooks.js';
 import { searchRoutes } from './routes/search.js';
 import type { RouteDeps } from './routes/common.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -45,6 +50,8 @@ export interface HttpSettings {
   trustProxy: number;
   /** Who may read GET /metrics. */
   metrics: MetricsAccess;
+  /** GET /events: streams per key and organization, heartbeat, slow readers. */
+  eventStreams: EventStreamSettings;
 }
 
 export interface AppDeps {
@@ -64,6 +71,10 @@ export interface AppDeps {
   version: string;
   /** Gets the text out of uploaded files (app/ runs it in worker threads). */
   extractor: TextExtractor;
+  /** The event feed and the open streams (app/ shares the feed with webhooks, and ends the streams at stop); made here unless given. */
+  events?: EventDeps;
+  /** The webhooks service (no /webhooks routes without it). */
+  webhooks?: Webhooks;
 }
 
 /**
@@ -91,6 +102,9 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   for (const routes of [healthRoutes, fileRoutes, moveRoutes, commitRoutes, revertRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
     router.use(routes(routeDeps).routes());
   }
+  const events = deps.events ?? { feed: new EventFeed(), streams: new EventStreams(config.eventStreams), settings: config.eventStreams };
+  router.use(eventRoutes({ ...routeDeps, events }).routes());
+  if (deps.webhooks) router.use(webhookRoutes({ webhooks: deps.webhooks }).routes());
   router.use(metricsRoutes({ access: config.metrics, exposition: deps.metricsExposition }).routes());
   router.use(mcpRoutes({ ...routeDeps, version: deps.version }).routes());
   const mcp = checkOrigin(config.allowedOrigins);

@@ -87,6 +87,13 @@ const TABLE: Record<ErrorCode, Row> = {
       headers: { 'Retry-After': String(quota.retryAfterSeconds), ...rateLimitHeaders(quota) },
     };
   },
+  // Each open event stream holds a connection and a listener: a key (and an organization) may hold only so many.
+  TOO_MANY_STREAMS: (err) => ({
+    status: 429,
+    message: `Too many event streams: at most ${String(err.data.limit)} per ${String(err.data.scope)}; close one first`,
+    headers: { 'Retry-After': '5' },
+  }),
+  WEBHOOK_NOT_FOUND: () => ({ status: 404, message: 'Webhook not found' }),
   LOCK_TIMEOUT: () => ({ status: 503, message: 'The store is busy; try again', headers: { 'Retry-After': '1' } }),
   REF_CONFLICT: () => ({ status: 503, message: 'The repository changed during the request; try again', headers: { 'Retry-After': '1' } }),
   // Refused at start or from the CLI, never in answer to a request; should one reach a client, it is ours.

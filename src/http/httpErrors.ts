@@ -100,3 +100,10 @@ export class PortInUse extends KnowledgeError<{ host: string; port: number }> {
     );
   }
 }
+
+/** Past the number of event streams one key or one organization may hold open at once (see EventStreams). */
+export class TooManyStreams extends KnowledgeError<{ scope: 'key' | 'organization'; limit: number }> {
+  constructor(data: { scope: 'key' | 'organization'; limit: number }) {
+    super('TOO_MANY_STREAMS', `too many event streams per ${data.scope}`, data);
+  }
+}

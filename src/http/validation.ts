@@ -102,6 +102,25 @@ const changesQuery = {
   properties: { since: { type: 'string', minLength: 1, maxLength: 64 } },
 } as const;
 
+/** GET /events: where to resume (the Last-Event-ID header, when sent, wins). */
+const eventsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { since: { type: 'string', minLength: 1, maxLength: 64 } },
+} as const;
+
+/** POST /webhooks: what the domain checks further (an http(s) URL, known kinds, a folder prefix). */
+const createWebhookBody = {
+  type: 'object',
+  required: ['url'],
+  additionalProperties: false,
+  properties: {
+    url: { type: 'string', minLength: 1, maxLength: 2048 },
+    events: { type: 'array', minItems: 1, maxItems: 3, items: { type: 'string', maxLength: 32 } },
+    prefix: { type: 'string', minLength: 1, maxLength: 256 },
+  },
+} as const;
+
 const rollbackBody = {
   type: 'object',
   required: ['path', 'version'],
@@ -235,12 +254,14 @@ const validators = {
   revertBody: strictAjv.compile<RevertBody>(revertBody),
   folderRuleBody: strictAjv.compile<{ requiredReadPermission?: string; requiredWritePermission?: string }>(folderRuleBody),
   createKeyBody: strictAjv.compile<{ name: string; role: string; scopes?: string[] }>(createKeyBody),
+  createWebhookBody: strictAjv.compile<{ url: string; events?: string[]; prefix?: string }>(createWebhookBody),
   listQuery: ajv.compile<ListQuery>(listQuery),
   noQuery: ajv.compile<Record<string, never>>(noQuery),
   getItemQuery: ajv.compile<GetItemQuery>(getItemQuery),
   getFileQuery: ajv.compile<{ version?: number }>(getFileQuery),
   diffQuery: ajv.compile<{ from: number; to: number }>(diffQuery),
   changesQuery: ajv.compile<{ since?: string }>(changesQuery),
+  eventsQuery: ajv.compile<{ since?: string }>(eventsQuery),
   searchQuery: ajv.compile<SearchQuery>(searchQuery),
 };
 
@@ -287,6 +308,7 @@ export const validateBody = {
   revert: (body: unknown): RevertBody => check(validators.revertBody, body, 'field'),
   folderRule: (body: unknown) => check(validators.folderRuleBody, body, 'field'),
   createKey: (body: unknown) => check(validators.createKeyBody, body, 'field'),
+  createWebhook: (body: unknown) => check(validators.createWebhookBody, body, 'field'),
 };
 
 /** Koa's query object may hold arrays for repeated parameters; a copy is validated (and coerced). */
@@ -297,6 +319,7 @@ export const validateQuery = {
   getFile: (query: Record<string, unknown>): { version?: number } => check(validators.getFileQuery, { ...query }, 'query parameter'),
   diff: (query: Record<string, unknown>) => check(validators.diffQuery, { ...query }, 'query parameter'),
   changes: (query: Record<string, unknown>) => check(validators.changesQuery, { ...query }, 'query parameter'),
+  events: (query: Record<string, unknown>) => check(validators.eventsQuery, { ...query }, 'query parameter'),
   search: (query: Record<string, unknown>): SearchQuery => check(validators.searchQuery, { ...query }, 'query parameter'),
 };
 

@@ -8,9 +8,9 @@ import type { FsPromises } from './fs.js';
  * temp file, fsync it, rename it into place, fsync the directory. A crash leaves
  * either the old file or the new one, never half of one.
  */
-export async function writeFileDurable(fs: FsPromises, path: string, data: Uint8Array | string): Promise<void> {
+export async function writeFileDurable(fs: FsPromises, path: string, data: Uint8Array | string, mode = 0o644): Promise<void> {
   const tmp = `${path}.tmp-${randomBytes(6).toString('hex')}`;
-  await writeAndSync(fs, tmp, data, 'wx');
+  await writeAndSync(fs, tmp, data, 'wx', mode);
   try {
     await fs.rename(tmp, path);
   } catch (err) {
@@ -21,8 +21,8 @@ export async function writeFileDurable(fs: FsPromises, path: string, data: Uint8
 }
 
 /** Creates (or truncates, with flags "w") a file and returns only once its data is on disk. */
-export async function writeAndSync(fs: FsPromises, path: string, data: Uint8Array | string, flags = 'wx'): Promise<void> {
-  const handle = await fs.open(path, flags, 0o644);
+export async function writeAndSync(fs: FsPromises, path: string, data: Uint8Array | string, flags = 'wx', mode = 0o644): Promise<void> {
+  const handle = await fs.open(path, flags, mode);
   try {
     await handle.write(data);
     await handle.sync();

@@ -4,7 +4,7 @@ import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, RepackReport } from '../git/gitCli.js';
 import { readLooseBlob, writeLooseBlob } from '../git/looseObject.js';
 import { readRef } from '../git/refs.js';
-import { diffTreeFiles } from '../git/treeWalk.js';
+import { diffTreeFiles, listTreeFiles } from '../git/treeWalk.js';
 import { DerivedViews, type DerivedView } from './derivedViews.js';
 import { HistoryLog } from './historyLog.js';
 import { loadIndex } from './indexLoader.js';
@@ -180,6 +180,20 @@ export class OrgRepo {
   async folderRuleAt(commitId: string, folder: string): Promise<FolderRule | undefined> {
     const oid = await this.reader.lookup(await this.reader.treeOf(commitId), LAYOUT.folderRulePath(folder));
     return oid ? parseFolderRule(await this.reader.blobText(oid), `${this.orgId}@${commitId}:${folder}`) : undefined;
+  }
+
+  /** The records of the items under `folder` (live or in the trash) as they were in commit `commitId`: reads that folder's records only. */
+  async recordsUnder(commitId: string, folder: string): Promise<ItemRecord[]> {
+    let oid = await this.reader.treeOf(commitId);
+    for (const part of LAYOUT.recordPath(folder).split('/')) {
+      const entry = (await this.reader.trees.entries(oid)).find((e) => e.path === part && e.type === 'tree');
+      if (!entry) return [];
+      oid = entry.oid;
+    }
+    const files = await listTreeFiles({ tree: oid, readTree: (tree) => this.reader.trees.entries(tree) });
+    const records: ItemRecord[] = [];
+    for (const [file, blob] of files) records.push(parseRecord(await this.reader.blobText(blob), `${this.orgId}@${commitId}:${folder}/${file}`));
+    return records;
   }
 
   /** The folders whose rule commit `commitId` set, changed or removed (a diff with its parent: reads only what changed). */

@@ -1,0 +1,141 @@
+import type { HistoryEntry } from '../storage/repo/historyLog.js';
+import type { OrgRepo } from '../storage/repo/orgRepo.js';
+import { requireRole } from './access.js';
+import type { ChangeView } from './changes.js';
+import { loadCommitChanges, visibleChanges, type CommitChanges, type KnownRecords } from './commitChanges.js';
+import { requireOwnCommit } from './history.js';
+import type { Actor } from './keys.js';
+
+/** One event: a commit, and its change-feed entries as one key sees them. */
+export interface CommitEvent {
+  organizationId: string;
+  commitId: string;
+  timestamp: string;
+  changes: ChangeView[];
+}
+
+/** A commit walked by a listener: its event, or null when nothing in it is visible to the listener. */
+export interface WalkedCommit {
+  commitId: string;
+  event: CommitEvent | null;
+}
+
+/** Listeners woken per turn of the event loop. */
+const WAKE_PER_TURN = 8;
+
+/**
+ * Wakes the listeners a few per turn of the event loop, from the turn after the writers were answered:
+ * between two turns Node reads the sockets, so the next request (a writer's next PUT) starts at once and
+ * its fsync overlaps the rest of the fan-out, instead of waiting behind 200 listeners' work.
+ */
+function wakeInTurns(listeners: ReadonlyArray<() => void>, from: number): void {
+  setImmediate(() => {
+    const end = Math.min(listeners.length, from + WAKE_PER_TURN);
+    for (let i = from; i < end; i++) listeners[i]?.();
+    if (end < listeners.length) wakeInTurns(listeners, end);
+  });
+}
+
+/**
+ * How much of the recent commits' facts is kept for the listeners that have not walked them yet, counted in
+ * commits plus the items they changed: a few thousand small commits, or a few large ones, never unbounded.
+ */
+const FACTS_KEPT = 20_000;
+
+/**
+ * The events of every organization, derived from main's history (never from memory), so a listener
+ * resumes from any commit id after a restart with no gap and no duplicate. The write pipeline tells the
+ * feed after each published batch (it is one more derived view of the repository); the feed wakes the
+ * listeners, and each one walks the commits after its own cursor at its own pace. A commit's facts are
+ * read from git once and shared; each listener only decides what its key may see.
+ */
+export class EventFeed {
+  /** Oldest first; `kept` is their total weight (a commit and its items). */
+  private readonly facts = new Map<string, { facts: Promise<CommitChanges>; size: number }>();
+  private kept = 0;
+  /** Records after the commits read, for the next commit of the same item (see loadCommitChanges). */
+  private readonly known: KnownRecords = new Map();
+  private readonly listeners = new WeakMap<OrgRepo, Set<() => void>>();
+
+  /** The commit a listener starts after: the one it names (it must be on main), else the head (only new commits). */
+  start(args: { repo: OrgRepo; actor: Actor; since?: string }): string | null {
+    requireRole(args.actor, 'knowledge:read');
+    return args.since === undefined ? args.repo.headCommit : requireOwnCommit(args.repo, args.since, 'since');
+  }
+
+  /** Calls `wake` after each batch published on `repo`'s main, until the returned function is called. */
+  watch(repo: OrgRepo, wake: () => void): () => void {
+    let set = this.listeners.get(repo);
+    if (!set) {
+      const listeners = new Set<() => void>();
+      set = listeners;
+      this.listeners.set(repo, listeners);
+      // Told after the history log (added first, at open): a woken listener finds the new commits there.
+      repo.addView({ name: 'event stream', published: () => wakeInTurns([...listeners], 0) });
+    }
+    const listeners = set;
+    listeners.add(wake);
+    return () => listeners.delete(wake);
+  }
+
+  /**
+   * The commits after `cursor`, oldest first, each with what `actor` may see of it: one at a time, so a
+   * listener writes each as soon as it is read and stops walking whenever it likes.
+   */
+  async *walk(args: { repo: OrgRepo; actor: Actor; cursor: string | null }): AsyncGenerator<WalkedCommit> {
+    const { repo, actor, cursor } = args;
+    if (cursor === null) return;
+    for (const entry of repo.history.after(cursor) ?? []) {
+      const facts = await this.factsOf(repo, entry);
+      const changes = visibleChanges(facts, actor);
+      yield {
+        commitId: entry.commitId,
+        event: changes.length === 0 ? null : { organizationId: repo.orgId, commitId: entry.commitId, timestamp: facts.timestamp, changes },
+      };
+    }
+  }
+
+  private factsOf(repo: OrgRepo, entry: HistoryEntry): Promise<CommitChanges> {
+    const key = `${repo.orgId}:${entry.commitId}`;
+    const kept = this.facts.get(key);
+    if (kept) return kept.facts;
+    const facts = loadCommitChanges(repo, entry, this.known);
+    // Oldest first out: the records a live stream needs next are the newest.
+    for (const old of this.known.keys()) {
+      if (this.known.size <= FACTS_KEPT) break;
+      this.known.delete(old);
+    }
+    const slot = { facts, size: 1 };
+    this.facts.set(key, slot);
+    facts.then(
+      (f) => {
+        // Weighed once read (unless already evicted): a commit of 1,000 items holds 1,000 items' records.
+        if (this.facts.get(key) !== slot) return;
+        slot.size = 1 + f.items.length + f.ruled.length;
+        this.kept += slot.size - 1;
+        this.evict();
+      },
+      // A failed read is not kept: the next listener tries again.
+      () => {
+        if (this.facts.get(key) === slot) this.forget(key);
+      },
+    );
+    this.kept += 1;
+    this.evict();
+    return facts;
+  }
+
+  private evict(): void {
+    for (const key of this.facts.keys()) {
+      if (this.kept <= FACTS_KEPT || this.facts.size <= 1) return;
+      this.forget(key);
+    }
+  }
+
+  private forget(key: string): void {
+    const slot = this.facts.get(key);
+    if (!slot) return;
+    this.facts.delete(key);
+    this.kept -= slot.size;
+  }
+}

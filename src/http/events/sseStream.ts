@@ -1,0 +1,127 @@
+import type { ServerResponse } from 'node:http';
+import { Waker } from '../../common/waker.js';
+import type { EventFeed } from '../../domain/events.js';
+import type { Actor } from '../../domain/keys.js';
+import type { OrgRepo } from '../../storage/repo/orgRepo.js';
+import type { EventStreamSettings } from './streamLimits.js';
+
+/** Commits walked per turn: a listener far behind catches up in turns, each bounded in time and memory. */
+const WALK_TURN = 64;
+
+/** How long an ended stream's last bytes may wait for a slow client before its socket is destroyed. */
+const FINAL_FLUSH_MS = 60_000;
+
+/** Why a stream was ended by the server: the last event of the stream (`event: end`), then EOF. */
+export type EndReason = 'slow-reader' | 'key-revoked' | 'server-stopping';
+
+/**
+ * Writes one client's Server-Sent Events until the client goes, its key is revoked, it stops reading, or
+ * the server stops. Each event is one commit (`id:` the commit id, `data:` the commit's change-feed entries
+ * the key may read); commits with nothing the key may read are skipped, so a reader learns nothing (not
+ * even the timing) of writes it may not see. Resuming from the last id it got walks those commits again
+ * and skips them again: no gap, no duplicate.
+ *
+ * Backpressure: the stream walks the history at the client's pace. Once `bufferBytes` wait unread it stops
+ * walking until the socket drains; a client that reads nothing for `slowReaderMs` is sent `event: end`
+ * (reason `slow-reader`) and dropped, so memory per stream stays bounded whatever the client does.
+ */
+export async function serveEventStream(args: {
+  res: ServerResponse;
+  feed: EventFeed;
+  repo: OrgRepo;
+  actor: Actor;
+  cursor: string | null;
+  settings: EventStreamSettings;
+  /** False once the key is revoked (checked after each wake-up). */
+  keyValid: () => Promise<boolean>;
+  /** Counts the stream (see EventStreams.acquire); `end` ends it early. Returns the release. */
+  register: (end: () => void) => () => void;
+}): Promise<void> {
+  const { res, feed, repo, actor, settings } = args;
+  let cursor = args.cursor;
+  let lastSent: string | null = null;
+  let ended = false;
+  const waker = new Waker();
+  const finish = (reason?: EndReason): void => {
+    if (ended) return;
+    ended = true;
+    waker.ring();
+    if (res.destroyed) return;
+    if (reason) res.write(`event: end\ndata: ${JSON.stringify({ reason, lastEventId: lastSent })}\n\n`);
+    res.end();
+    // A client that reads nothing never takes the last bytes: its socket goes after a grace period.
+    const linger = setTimeout(() => res.destroy(), FINAL_FLUSH_MS);
+    linger.unref();
+    res.once('close', () => clearTimeout(linger));
+  };
+  const release = args.register(() => finish('server-stopping'));
+  res.on('close', () => {
+    ended = true;
+    waker.ring();
+  });
+  const unwatch = feed.watch(repo, () => waker.ring());
+  const heartbeat = setInterval(() => {
+    // Only on an idle socket: a comment queued behind unread events would only grow the buffer.
+    if (!ended && res.writableLength === 0) res.write(': heartbeat\n\n');
+    // The loop looks at the key again: a revoked key's stream ends even when nothing is written.
+    waker.ring();
+  }, settings.heartbeatMs);
+  heartbeat.unref();
+  try {
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      // no-transform: a proxy must neither compress nor hold the stream; X-Accel-Buffering: nginx must not buffer it.
+      'Cache-Control': 'no-store, no-transform',
+      'X-Accel-Buffering': 'no',
+    });
+    // The first bytes flush the headers at once (a client knows it is connected) and set the reconnect delay.
+    res.write('retry: 2000\n: connected\n\n');
+    while (!ended) {
+      waker.clear();
+      if (!(await args.keyValid())) {
+        finish('key-revoked');
+        break;
+      }
+      let full = false;
+      let walked = 0;
+      for await (const { commitId, event } of feed.walk({ repo, actor, cursor })) {
+        if (ended) break;
+        if (event) {
+          res.write(`id: ${commitId}\ndata: ${JSON.stringify(event)}\n\n`);
+          lastSent = commitId;
+        }
+        cursor = commitId;
+        full = res.writableLength > settings.bufferBytes;
+        if (full || ++walked === WALK_TURN) break;
+      }
+      if (ended) break;
+      if (full) {
+        if (!(await drained(res, settings.slowReaderMs))) finish('slow-reader');
+        continue;
+      }
+      if (walked === WALK_TURN) continue;
+      await waker.wait();
+    }
+  } finally {
+    clearInterval(heartbeat);
+    unwatch();
+    release();
+  }
+}
+
+/** True once the socket's buffer has drained, false after `ms` (or when the client went). */
+function drained(res: ServerResponse, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean): void => {
+      clearTimeout(timer);
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      resolve(ok);
+    };
+    const onDrain = (): void => done(true);
+    const onClose = (): void => done(false);
+    const timer = setTimeout(() => done(false), ms);
+    res.on('drain', onDrain);
+    res.on('close', onClose);
+  });
+}

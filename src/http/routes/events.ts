@@ -1,0 +1,72 @@
+import Router from '@koa/router';
+import type { EventFeed } from '../../domain/events.js';
+import { serveEventStream } from '../events/sseStream.js';
+import type { EventStreams, EventStreamSettings } from '../events/streamLimits.js';
+import type { AppState } from '../state.js';
+import { validateQuery } from '../validation.js';
+import { API_PREFIX, type RouteDeps } from './common.js';
+
+/** How often a stream looks again at its key (the key store notices a revocation within a second too). */
+const KEY_CHECK_MS = 1000;
+
+/** What GET /events needs besides the common route dependencies. */
+export interface EventDeps {
+  feed: EventFeed;
+  streams: EventStreams;
+  settings: EventStreamSettings;
+}
+
+/**
+ * `GET /events`: Server-Sent Events, one per commit, as the key sees it (see sseStream.ts). Every refusal
+ * (bad key, unknown `since`, too many streams) is an ordinary JSON answer, given before the stream starts.
+ */
+export function eventRoutes(deps: RouteDeps & { events: EventDeps }): Router<AppState> {
+  const router = new Router<AppState>();
+  const { feed, streams, settings } = deps.events;
+
+  router.get(`${API_PREFIX}/events`, async (ctx) => {
+    const { since } = validateQuery.events(ctx.query);
+    const { actor, repo } = ctx.state;
+    // EventSource resends the last id it got as Last-Event-ID when it reconnects: that wins over the URL's `since`.
+    const cursor = feed.start({ repo, actor, since: ctx.get('Last-Event-ID') || since });
+    // HEAD has the stream's headers and no body: there is nothing to hold open.
+    if (ctx.method === 'HEAD') {
+      ctx.status = 200;
+      ctx.type = 'text/event-stream';
+      return;
+    }
+    let end: () => void = () => undefined;
+    let keyCheckedAt = Date.now();
+    const release = streams.acquire(actor, () => end());
+    ctx.status = 200; // for the access log: Koa does not answer this request, the stream does
+    ctx.respond = false;
+    try {
+      await serveEventStream({
+        res: ctx.res,
+        feed,
+        repo,
+        actor,
+        cursor,
+        settings,
+        keyValid: async () => {
+          // At most once a second per stream: a revocation ends the stream at the first commit a second after it.
+          if (Date.now() - keyCheckedAt < KEY_CHECK_MS) return true;
+          keyCheckedAt = Date.now();
+          const key = await deps.keys.get(actor.keyId);
+          return key !== undefined && key.revokedAt === null;
+        },
+        register: (ender) => {
+          end = ender;
+          return release;
+        },
+      });
+    } catch (err) {
+      // The status line is gone: no envelope can follow. The client sees the stream break and resumes.
+      release();
+      deps.logger.error('event stream failed', { requestId: ctx.state.requestId, error: String(err) });
+      ctx.res.destroy();
+    }
+  });
+
+  return router;
+}

@@ -1,0 +1,125 @@
+/**
+ * The SSE target: 200 listeners on GET /events add less than 5% to PUT latency. The built server runs as a
+ * child process; this process alternates rounds of sequential PUTs with no listener and with 200 open
+ * streams (each receiving every commit), and prints PUT p50/p95 for both and the fan-out lag (PUT answered
+ * → the last of the 200 listeners has the event). Rounds alternate so that drift in a shared machine's
+ * load falls on both sides alike.
+ *
+ * Run with `npx tsx test/bench/events.ts [rounds] [putsPerRound] [listeners]` (defaults 6, 100, 200).
+ */
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { ensureBuilt, killAllChildren, spawnServe } from '../support/child.js';
+import { tmpDir } from '../support/tmp.js';
+
+const ROUNDS = Number(process.argv[2] ?? 6);
+const PUTS = Number(process.argv[3] ?? 100);
+const LISTENERS = Number(process.argv[4] ?? 200);
+const TARGET = 0.05;
+
+/** One keep-alive connection for the PUTs, apart from the streams. */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+function put(base: string, key: string, path: string, content: string): Promise<number> {
+  const body = JSON.stringify({ content });
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const req = http.request(`${base}/api/v1/knowledge/items/${path}`, { method: 'PUT', agent, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`PUT ${path}: ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A listener that only finds `id:` lines and notes when each commit's event came. */
+interface Listener {
+  req: http.ClientRequest;
+  /** When each event came, in order: the k-th is the k-th PUT since the stream opened. */
+  arrivals: number[];
+}
+
+function listen(base: string, key: string): Promise<Listener> {
+  return new Promise((resolve, reject) => {
+    const arrivals: number[] = [];
+    let tail = '';
+    const req = http.get(`${base}/api/v1/knowledge/events`, { headers: { Authorization: `Bearer ${key}` } }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        const text = tail + chunk;
+        // Events are small: one never spans more than the tail kept from the chunk before.
+        const lines = text.split('\n');
+        tail = lines.pop() as string;
+        for (const line of lines) if (line.startsWith('id: ')) arrivals.push(performance.now());
+      });
+      res.once('data', () => resolve({ req, arrivals }));
+    });
+    req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+  });
+}
+
+/** The server's CPU time so far (user + system), in ms, from /proc (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+}
+
+await ensureBuilt();
+const tmp = await tmpDir('ks-bench-events');
+try {
+  const server = await spawnServe(tmp.dir, 15_000, { KNOWLEDGE_EVENT_STREAMS_PER_KEY: String(LISTENERS + 10), KNOWLEDGE_RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn' });
+  const key = server.adminKey as string;
+  let n = 0;
+  const next = (): Promise<number> => put(server.url, key, `bench/f${n % 20}/item-${n % 200}.md`, `version ${n++}\n`);
+  for (let i = 0; i < 100; i++) await next(); // warm-up
+  const without: number[] = [];
+  const withListeners: number[] = [];
+  const lags: number[] = [];
+  const cpu = { without: 0, with: 0 };
+  for (let round = 0; round < ROUNDS; round++) {
+    let c0 = cpuMs(server.pid);
+    for (let i = 0; i < PUTS; i++) without.push(await next());
+    cpu.without += cpuMs(server.pid) - c0;
+    const listeners = await Promise.all(Array.from({ length: LISTENERS }, () => listen(server.url, key)));
+    const done: number[] = [];
+    c0 = cpuMs(server.pid);
+    for (let i = 0; i < PUTS; i++) {
+      withListeners.push(await next());
+      done.push(performance.now());
+    }
+    // Every listener must have every commit of the round (the figure is only worth something if they did).
+    const deadline = performance.now() + 10_000;
+    while (listeners.some((l) => l.arrivals.length < PUTS)) {
+      if (performance.now() > deadline) throw new Error(`listeners did not get every event within 10 s: ${JSON.stringify(listeners.map((l) => l.arrivals.length).slice(0, 20))}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    cpu.with += cpuMs(server.pid) - c0;
+    if (listeners.some((l) => l.arrivals.length !== PUTS)) throw new Error('a listener got an event twice');
+    done.forEach((at, k) => lags.push(Math.max(...listeners.map((l) => (l.arrivals[k] as number) - at))));
+    listeners.forEach((l) => l.req.destroy());
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const row = (label: string, v: number[]): string => `| ${label} | ${v.length} | ${quantile(v, 0.5).toFixed(2)} | ${quantile(v, 0.95).toFixed(2)} |`;
+  console.log(`| listeners | PUTs | PUT p50 ms | PUT p95 ms |`);
+  console.log(`|---|---|---|---|`);
+  console.log(row('0', without));
+  console.log(row(String(LISTENERS), withListeners));
+  const d50 = quantile(withListeners, 0.5) / quantile(without, 0.5) - 1;
+  const d95 = quantile(withListeners, 0.95) / quantile(without, 0.95) - 1;
+  console.log(`added by ${LISTENERS} listeners: p50 ${(d50 * 100).toFixed(1)}%, p95 ${(d95 * 100).toFixed(1)}% (target < ${TARGET * 100}%: ${d50 < TARGET && d95 < TARGET ? 'met' : 'NOT met'})`);
+  console.log(`server CPU per PUT: ${(cpu.without / without.length).toFixed(2)} ms with no listener, ${(cpu.with / withListeners.length).toFixed(2)} ms with ${LISTENERS} (the fan-out: ${((cpu.with - cpu.without) / withListeners.length).toFixed(2)} ms per commit)`);
+  console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores`);
+  console.log(`fan-out lag (PUT answered -> last of ${LISTENERS} listeners has the event): p50 ${quantile(lags, 0.5).toFixed(1)} ms, p95 ${quantile(lags, 0.95).toFixed(1)} ms`);
+  await server.kill('SIGTERM');
+} finally {
+  await killAllChildren();
+  await tmp.cleanup();
+}

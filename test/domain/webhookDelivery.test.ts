@@ -1,0 +1,44 @@
+import { createHmac } from 'node:crypto';
+import { expect } from 'chai';
+import { isPrivateAddress } from '../../src/domain/privateAddress.js';
+import { deliveryId, deliveryRequest, hookChanges, retryDelayMs, signature } from '../../src/domain/webhookDelivery.js';
+
+const change = (path: string, kind: 'created' | 'updated' | 'deleted') => ({ id: 'i', path, change: kind, commitId: 'c', timestamp: 't' });
+const event = { organizationId: 'default', commitId: 'c'.repeat(40), timestamp: '2026-11-23T00:00:00.000Z', changes: [change('docs/a.md', 'created'), change('notes/b.md', 'updated'), change('docs/c.md', 'deleted')] };
+
+describe('webhook deliveries (domain)', () => {
+  it('retries after base, 2×base, 4×base … never more than an hour apart', () => {
+    expect([1, 2, 3, 4, 5].map((n) => retryDelayMs(n, 30_000))).to.deep.equal([30_000, 60_000, 120_000, 240_000, 480_000]);
+    expect(retryDelayMs(8, 30_000)).to.equal(3_600_000);
+    expect(retryDelayMs(200, 30_000)).to.equal(3_600_000);
+  });
+
+  it('signs the exact body with HMAC-SHA256 of the secret', () => {
+    const body = '{"a":1}';
+    expect(signature('whsec_x', body)).to.equal(`sha256=${createHmac('sha256', 'whsec_x').update(body).digest('hex')}`);
+    const { body: sent, headers } = deliveryRequest({ hook: { id: 'wh_1', secret: 'whsec_x' }, event, changes: event.changes, id: 'dlv_1' });
+    expect(headers['X-Knowledge-Signature']).to.equal(signature('whsec_x', sent));
+    expect(headers['X-Knowledge-Delivery']).to.equal('dlv_1');
+    expect(headers['X-Knowledge-Event']).to.equal('changes');
+    expect(JSON.parse(sent)).to.deep.include({ id: 'dlv_1', webhookId: 'wh_1', commitId: event.commitId });
+  });
+
+  it('gives every attempt at one commit the same delivery id, and other commits or hooks another', () => {
+    expect(deliveryId('wh_1', 'a')).to.equal(deliveryId('wh_1', 'a')).and.match(/^dlv_[0-9a-f]{24}$/);
+    expect(deliveryId('wh_1', 'a')).to.not.equal(deliveryId('wh_1', 'b'));
+    expect(deliveryId('wh_1', 'a')).to.not.equal(deliveryId('wh_2', 'a'));
+  });
+
+  it('applies a hook\'s folder and kinds', () => {
+    expect(hookChanges(event, { prefix: 'docs/', events: ['created', 'updated', 'deleted'] }).map((c) => c.path)).to.deep.equal(['docs/a.md', 'docs/c.md']);
+    expect(hookChanges(event, { prefix: null, events: ['updated'] }).map((c) => c.path)).to.deep.equal(['notes/b.md']);
+    expect(hookChanges(null, { prefix: null, events: ['created'] })).to.deep.equal([]);
+  });
+
+  it('knows which addresses are not public', () => {
+    for (const a of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '224.0.0.1']) {
+      expect(isPrivateAddress(a), a).to.equal(true);
+    }
+    for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8', '172.32.0.1']) expect(isPrivateAddress(a), a).to.equal(false);
+  });
+});
