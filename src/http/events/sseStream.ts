@@ -84,17 +84,25 @@ export async function serveEventStream(args: {
       }
       let full = false;
       let walked = 0;
-      for await (const { commitId, event } of feed.walk({ repo, actor, cursor })) {
+      // The events of one turn go out in one socket write: one write per listener per wake-up, not per commit.
+      let chunk = '';
+      let chunkLast: string | null = null;
+      let chunkCursor = cursor;
+      for await (const { commitId, json } of feed.walk({ repo, actor, cursor })) {
         if (ended) break;
-        if (event) {
-          res.write(`id: ${commitId}\ndata: ${JSON.stringify(event)}\n\n`);
-          lastSent = commitId;
+        if (json !== null) {
+          chunk += `id: ${commitId}\ndata: ${json}\n\n`;
+          chunkLast = commitId;
         }
-        cursor = commitId;
-        full = res.writableLength > settings.bufferBytes;
+        chunkCursor = commitId;
+        full = res.writableLength + chunk.length > settings.bufferBytes;
         if (full || ++walked === WALK_TURN) break;
       }
+      // Ended meanwhile (client gone, server stopping): the chunk is dropped, so `lastSent` names only what was written.
       if (ended) break;
+      if (chunk !== '') res.write(chunk);
+      if (chunkLast !== null) lastSent = chunkLast;
+      cursor = chunkCursor;
       if (full) {
         if (!(await drained(res, settings.slowReaderMs))) finish('slow-reader');
         continue;
