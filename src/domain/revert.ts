@@ -240,6 +240,7 @@ function isBack(current: IndexEntry, before: TargetState | null): boolean {
   const then = before.record;
   return (
     current.blobOid === before.blobOid &&
+    now.fileKey === then.fileKey &&
     now.path === then.path &&
     now.requiredReadPermission === then.requiredReadPermission &&
     now.requiredWritePermission === then.requiredWritePermission &&

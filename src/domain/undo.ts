@@ -6,7 +6,10 @@ import { InvalidInput } from './errors.js';
 import { authorOf, checkPathFree } from './items.js';
 import type { Actor } from './keys.js';
 
-/** An item as a revert wants it back: its record (path, permissions, live or in the trash) and its content. */
+/**
+ * An item as a revert wants it back: its record (path, permissions, live or in the trash; a file item's
+ * original bytes by their blob id) and its content (a file item's extracted text).
+ */
 export interface TargetState {
   record: ItemRecord;
   blobOid: string;
@@ -49,13 +52,15 @@ export function planUndo(args: {
     if (entry.record.deletedAt === null) trash();
     return intents;
   }
-  if (target.record.itemType !== 'text' || entry.record.itemType !== 'text') {
-    throw new InvalidInput({ reason: 'file items are not reverted: upload the file again' });
+  // An item keeps its kind for life (contract §8), so this cannot happen unless a record was edited by hand.
+  if (target.record.itemType !== entry.record.itemType) {
+    throw new InvalidInput({ reason: `the item was a ${target.record.itemType} item then and is a ${entry.record.itemType} item now` });
   }
   const wantLive = target.record.deletedAt === null;
   const samePath = entry.record.path === target.record.path;
+  const sameBytes = (): boolean => entry.blobOid === target.blobOid && entry.record.fileKey === target.record.fileKey;
   const sameContent = (): boolean =>
-    entry.blobOid === target.blobOid &&
+    sameBytes() &&
     entry.record.requiredReadPermission === target.record.requiredReadPermission &&
     entry.record.requiredWritePermission === target.record.requiredWritePermission;
 
@@ -71,12 +76,19 @@ export function planUndo(args: {
     step({ mutation: 'move', from, path: to, record: stamped({ ...entry.record, path: to }), action: 'move', summary, author, when });
   }
   if (!sameContent()) {
+    // A file item's content is its extracted text; its original bytes are the blob its record names, still
+    // stored (history keeps every version), so the old record's file fields bring the old bytes back.
+    const { fileKey, fileName, contentType, fileSize } = target.record;
     const record = stamped({
       ...entry.record,
+      fileKey,
+      fileName,
+      contentType,
+      fileSize,
       requiredReadPermission: target.record.requiredReadPermission,
       requiredWritePermission: target.record.requiredWritePermission,
     });
-    const action = entry.blobOid === target.blobOid ? 'permissions' : 'update';
+    const action = sameBytes() ? 'permissions' : 'update';
     step({ mutation: 'put', path: entry.record.path, record, content: target.content, action, summary, author, when });
   }
   if (!wantLive && entry.record.deletedAt === null) trash();
