@@ -39,7 +39,7 @@ const undescribed = UNDESCRIBED_ROUTES.map((route) => routeRegExp(route));
 export function matchOperation(method: string, urlPath: string): { spec: OperationSpec; path: string } | 'other-method' | undefined {
   const wanted = method.toLowerCase() === 'head' ? 'get' : method.toLowerCase();
   const matching = compiled.filter((c) => c.regexp.test(urlPath));
-  const hit = matching.find((c) => c.spec.method === wanted);
+  const hit = matching.find((c) => c.spec.method === wanted || c.spec.anyMethod);
   if (hit) return { spec: hit.spec, path: hit.path };
   return matching.length > 0 ? 'other-method' : undefined;
 }

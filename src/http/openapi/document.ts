@@ -1,5 +1,5 @@
 import { knowledgeOperations } from './knowledgeOperations.js';
-import { errorAnswer, FAULTS } from './errorAnswers.js';
+import { errorAnswer, FAULTS, PARSER_ANSWERS } from './errorAnswers.js';
 import type { OperationSpec, Schema } from './operation.js';
 import { serviceOperations } from './serviceOperations.js';
 import { componentSchemas, jsonRpcResponse } from './responses.js';
@@ -71,7 +71,7 @@ function responses(spec: OperationSpec): Record<string, Schema> {
   };
   add(spec.success.status, spec.success.description, content(spec.success));
   for (const [status, answer] of Object.entries(spec.extra ?? {})) add(Number(status), answer.description, content(answer));
-  const failures = [...spec.errors.map(errorAnswer), FAULTS.internal, ...(spec.writes ? [FAULTS.diskFull] : [])];
+  const failures = [...spec.errors.map(errorAnswer), ...PARSER_ANSWERS, FAULTS.internal, ...(spec.writes ? [FAULTS.diskFull] : [])];
   for (const { status, message } of failures) add(status, message, failureContent(spec));
   return out;
 }

@@ -23,3 +23,10 @@ export const FAULTS = {
   internal: { status: 500, message: 'Internal server error' },
   diskFull: { status: 507, message: 'Insufficient storage' },
 } as const;
+
+/** What node's HTTP parser refuses before any route sees the request (src/http/listen.ts), on any path. */
+export const PARSER_ANSWERS = [
+  { status: 400, message: 'Bad request' },
+  { status: 408, message: 'Request timeout' },
+  { status: 431, message: 'Request header fields too large' },
+] as const;

@@ -11,6 +11,8 @@ export type Schema = Record<string, unknown>;
  */
 export interface OperationSpec {
   method: 'get' | 'put' | 'post' | 'delete';
+  /** The route answers every method alike (Koa's `router.all`); described under `method`. */
+  anyMethod?: true;
   /** The path pattern exactly as the route file gives it to Koa (`/api/v1/knowledge/items{/*path}`). */
   route: string;
   operationId: string;

@@ -106,7 +106,7 @@ export const data = {
   folder: closed({ folder: ref('FolderRule') }),
   changes: closed({ head: { ...commitId, type: ['string', 'null'] }, changes: { type: 'array', items: ref('Change') } }),
   search: closed({ results: { type: 'array', items: ref('SearchResult') }, nextCursor: { type: ['string', 'null'] } }),
-  commit: closed({ commitId, items: { type: 'array', items: ref('CommitResult') } }),
+  commit: closed({ commitId: { ...commitId, type: ['string', 'null'], description: 'null when nothing changed (no commit made).' }, items: { type: 'array', items: ref('CommitResult') } }),
   keys: closed({ keys: { type: 'array', items: ref('ApiKey') } }),
   key: closed({ key: ref('ApiKey') }),
   createdKey: closed({ key: ref('ApiKey'), secret: { type: 'string', description: 'Shown once, never again.' } }),

@@ -108,6 +108,18 @@ export const serviceOperations: readonly OperationSpec[] = [
     failureMedia: 'text',
   },
   {
+    method: 'post',
+    anyMethod: true,
+    route: '/git/:repo/git-receive-pack',
+    operationId: 'gitReceivePack',
+    summary: 'git smart HTTP: pushing, refused (any method): the repository changes only through the API',
+    tag: 'git',
+    auth: 'none',
+    success: { status: 403, description: 'Always', media: 'text/plain' },
+    errors: ['GIT_PUSH_REFUSED', 'TOO_MANY_REQUESTS'],
+    failureMedia: 'text',
+  },
+  {
     method: 'get',
     route: `${DASHBOARD_PREFIX}/`,
     operationId: 'dashboard',
