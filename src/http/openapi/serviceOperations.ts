@@ -51,7 +51,7 @@ export const serviceOperations: readonly OperationSpec[] = [
     summary: 'This description (OpenAPI 3.1)',
     tag: 'operations',
     auth: 'none',
-    success: { status: 200, description: 'The OpenAPI document', json: { type: 'object', required: ['openapi', 'paths'] } },
+    success: { status: 200, description: 'The OpenAPI document', json: { type: 'object', required: ['openapi', 'paths'], properties: { openapi: { const: '3.1.0' }, paths: { type: 'object' } } } },
     errors: [],
   },
   {
