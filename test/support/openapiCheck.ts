@@ -60,7 +60,8 @@ function checkUndescribed(r: CheckedResponse, urlPath: string, otherMethod: bool
   if (undescribed.some((re) => re.test(urlPath))) return undefined;
   const mcpOrGit = urlPath === '/mcp' || urlPath.startsWith('/git/');
   if (r.method === 'OPTIONS' && r.status === 200) return undefined;
-  const allowed = otherMethod ? [405, 401, 429, 413, 415, 400] : [404, 401, 429, 405, 413, 415, 400];
+  // Node's HTTP parser answers before any route: 400, 408, 431 (see PARSER_ANSWERS).
+  const allowed = [...(otherMethod ? [405] : [404, 405]), 400, 401, 408, 413, 415, 429, 431];
   if (!allowed.includes(r.status)) return `status ${r.status} for ${otherMethod ? 'a method the path does not answer' : 'an unknown route'}`;
   if (r.method === 'HEAD' || mcpOrGit) return undefined;
   return errorShape(r.body);
