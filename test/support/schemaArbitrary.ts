@@ -89,7 +89,10 @@ export function mutated(schema: Schema, hints: FieldHints = {}): fc.Arbitrary<un
     // A required field missing.
     ...(schema.required?.length ? [fc.tuple(base, fc.constantFrom(...schema.required)).map(([v, name]) => Object.fromEntries(Object.entries(v).filter(([k]) => k !== name)))] : []),
     // An unknown field, the prototype's names among them.
-    fc.tuple(base, fc.constantFrom('__proto__', 'constructor', 'extra', 'Content'), fc.jsonValue()).map(([v, name, x]) => JSON.parse(JSON.stringify({ ...v }).replace(/^\{/, `{${JSON.stringify(name)}:${JSON.stringify(x)}${Object.keys(v).length ? ',' : ''}`)) as unknown),
+    // (defineProperty: `__proto__` becomes an own field, sent as such, not the object's prototype.)
+    fc.tuple(base, fc.constantFrom('__proto__', 'constructor', 'extra', 'Content'), fc.jsonValue()).map(([v, name, x]) =>
+      Object.defineProperty({ ...v }, name, { value: x, enumerable: true, writable: true, configurable: true }),
+    ),
     // Not an object at all.
     wrongType(schema),
   );
