@@ -173,6 +173,10 @@ export function rawRequest(
             contentType: encoded ? '' : String(res.headers['content-type'] ?? ''),
             body,
             text: encoded ? '' : text,
+            header: (name) => {
+              const value = res.headers[name.toLowerCase()];
+              return Array.isArray(value) ? value.join(', ') : value;
+            },
           });
           resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
         });

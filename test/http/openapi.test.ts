@@ -110,6 +110,10 @@ describe('HTTP: the API description (GET /api/v1/openapi.json, /docs)', () => {
     const put = doc.paths['/api/v1/knowledge/items/{path}']?.put?.responses ?? {};
     expect(Object.keys(put)).to.include.members(['200', '400', '401', '403', '409', '412', '413', '415', '429', '500', '503', '507']);
     expect(put['412']).to.have.property('description').that.includes('Precondition failed: the item has changed');
+    expect(put['401']).to.have.nested.property('headers.WWW-Authenticate.required', true);
+    expect(put['429']).to.have.nested.property('headers.Retry-After.required', true);
+    expect(put['200']).to.have.nested.property('headers.ETag.required', true);
+    expect(put['400']).to.not.have.property('headers');
     const del = doc.paths['/api/v1/knowledge/items/{path}']?.delete?.responses ?? {};
     expect(del['404']).to.have.property('description').that.includes('Knowledge item not found');
   });
@@ -120,6 +124,11 @@ describe('HTTP: the API description (GET /api/v1/openapi.json, /docs)', () => {
     expect(responseMismatch({ ...base, status: 200, body: { success: true, data: { item: { path: 'a.md' } } } })).to.match(/getItem 200/);
     expect(responseMismatch({ ...base, status: 404, body: { success: false, error: 'Knowledge item not found' } })).to.equal(undefined);
     expect(responseMismatch({ ...base, method: 'PATCH', status: 200, body: {} })).to.match(/status 200/);
+    // Headers the description makes required: the 401 challenge, the item's ETag, 405's Allow.
+    const unauthorized = { ...base, status: 401, body: { success: false, error: 'Invalid API key' } };
+    expect(responseMismatch({ ...unauthorized, header: () => null })).to.match(/without its WWW-Authenticate header/);
+    expect(responseMismatch({ ...unauthorized, header: (n) => (n === 'WWW-Authenticate' ? 'Bearer realm="x"' : null) })).to.equal(undefined);
+    expect(responseMismatch({ ...base, method: 'POST', status: 405, body: { success: false, error: 'Method not allowed' }, header: () => null })).to.equal('405 without Allow');
   });
 
   it('/docs is one page of HTML: every operation, no script, nothing from elsewhere, a CSP that allows only its style', async () => {

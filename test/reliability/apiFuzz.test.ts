@@ -130,7 +130,7 @@ function drawn(spec: OperationSpec, h: FieldHints): fc.Arbitrary<Drawn> {
   });
 }
 
-function send(server: TestServer, method: string, d: Drawn, key: string | undefined, git: boolean): Promise<{ status: number; contentType: string; text: string }> {
+function send(server: TestServer, method: string, d: Drawn, key: string | undefined, git: boolean): Promise<{ status: number; contentType: string; text: string; headers: http.IncomingHttpHeaders }> {
   const url = new URL(server.url);
   const headers: Record<string, string> = { Connection: 'close', Accept: 'application/json, text/event-stream' };
   if (key) headers.Authorization = git ? `Basic ${Buffer.from(`x:${key}`).toString('base64')}` : `Bearer ${key}`;
@@ -140,7 +140,7 @@ function send(server: TestServer, method: string, d: Drawn, key: string | undefi
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), text: Buffer.concat(chunks).toString('utf8'), headers: res.headers }));
     });
     // The server may refuse a large body before it is sent whole and close: the answer is what counts.
     req.on('error', reject);
@@ -189,7 +189,11 @@ describe('reliability: a schema-driven API fuzzer (every operation of the descri
           }
           const where = `${method} ${d.target.slice(0, 200)} as ${d.who} -> ${res.status} ${res.text.slice(0, 200)}`;
           expect(res.status, where).to.be.below(500);
-          expect(responseMismatch({ method, url: d.target, status: res.status, contentType: res.contentType, body, text: res.text }), where).to.equal(undefined);
+          const header = (name: string): string | undefined => {
+            const value = res.headers[name.toLowerCase()];
+            return Array.isArray(value) ? value.join(', ') : value;
+          };
+          expect(responseMismatch({ method, url: d.target, status: res.status, contentType: res.contentType, body, text: res.text, header }), where).to.equal(undefined);
         }),
         { numRuns: RUNS, ...(SEED === undefined ? {} : { seed: SEED }) },
       );

@@ -60,7 +60,7 @@ describe('reliability: headers and leaks (nosniff everywhere, no stack or path i
     } catch {
       parsed = undefined;
     }
-    checkResponse({ method: options.method ?? 'GET', url: res.url, status: res.status, contentType: res.headers.get('Content-Type') ?? '', body: parsed, text });
+    checkResponse({ method: options.method ?? 'GET', url: res.url, status: res.status, contentType: res.headers.get('Content-Type') ?? '', body: parsed, text, header: (n) => res.headers.get(n) });
     const s: Seen = { label: `${options.method ?? 'GET'} ${path.slice(0, 120)} (${label})`, status: res.status, headers: new Map(res.headers), body };
     seen.push(s);
     return s;

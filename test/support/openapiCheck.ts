@@ -12,7 +12,8 @@ import { UNDESCRIBED_ROUTES } from '../../src/http/openapi/serviceOperations.js'
  */
 
 const DOC_ID = 'https://knowledge-store.invalid/openapi.json';
-const doc = openApiDocument('test') as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>> };
+type Described = { content?: Record<string, unknown>; headers?: Record<string, { required?: boolean }> };
+const doc = openApiDocument('test') as { paths: Record<string, Record<string, { responses: Record<string, Described> }>> };
 
 const ajv = new Ajv2020({ strict: false, allErrors: false });
 ajv.addFormat('date-time', { type: 'string', validate: (s: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)) });
@@ -53,6 +54,8 @@ export interface CheckedResponse {
   body: unknown;
   /** The body as text (empty when there is none). */
   text: string;
+  /** A response header by name, when the caller has them. */
+  header?: (name: string) => string | null | undefined;
 }
 
 /** An answer no operation of the path describes: another method (405), or an unknown route (404), or auth first. */
@@ -60,6 +63,7 @@ function checkUndescribed(r: CheckedResponse, urlPath: string, otherMethod: bool
   if (undescribed.some((re) => re.test(urlPath))) return undefined;
   const mcpOrGit = urlPath === '/mcp' || urlPath.startsWith('/git/');
   if (r.method === 'OPTIONS' && r.status === 200) return undefined;
+  if (r.status === 405 && r.header && !r.header('Allow')) return '405 without Allow';
   // Node's HTTP parser answers before any route: 400, 408, 431 (see PARSER_ANSWERS).
   const allowed = [...(otherMethod ? [405] : [404, 405]), 400, 401, 408, 413, 415, 429, 431];
   if (!allowed.includes(r.status)) return `status ${r.status} for ${otherMethod ? 'a method the path does not answer' : 'an unknown route'}`;
@@ -82,6 +86,9 @@ export function responseMismatch(r: CheckedResponse): string | undefined {
   const responses = doc.paths[path]?.[spec.method]?.responses ?? {};
   const described = responses[String(r.status)];
   if (!described) return `status ${r.status} is not described for ${spec.method.toUpperCase()} ${path} (described: ${Object.keys(responses).join(', ')})`;
+  for (const [name, header] of Object.entries(described.headers ?? {})) {
+    if (header.required && r.header && !r.header(name)) return `${spec.operationId} ${r.status} without its ${name} header`;
+  }
   if (r.method === 'HEAD' || r.status === 304 || r.status === 302 || r.text === '') return undefined;
   const media = Object.keys(described.content ?? {});
   const type = r.contentType.split(';')[0]?.trim().toLowerCase() ?? '';

@@ -93,6 +93,6 @@ export async function api(
   const text = await res.text();
   const parsed = text ? (JSON.parse(text) as ApiResponse['body']) : undefined;
   // Held against the API description; a mismatch fails the test (support/openapiHooks.ts).
-  checkResponse({ method, url, status: res.status, contentType: res.headers.get('Content-Type') ?? '', body: parsed, text });
+  checkResponse({ method, url, status: res.status, contentType: res.headers.get('Content-Type') ?? '', body: parsed, text, header: (n) => res.headers.get(n) });
   return { status: res.status, headers: res.headers, body: parsed };
 }

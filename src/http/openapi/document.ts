@@ -60,19 +60,27 @@ function content(answer: { json?: Schema; media?: string }): Schema | undefined 
 
 function responses(spec: OperationSpec): Record<string, Schema> {
   const out: Record<string, Schema> = {};
-  const add = (status: number, description: string, body: Schema | undefined): void => {
+  // A header is described as always there only when every answer of that status carries it.
+  const headerNames = new Map<string, readonly string[]>();
+  const add = (status: number, description: string, body: Schema | undefined, headers: readonly string[] = []): void => {
     const key = String(status);
     const known = out[key];
+    const before = headerNames.get(key);
+    headerNames.set(key, before ? before.filter((h) => headers.includes(h)) : headers);
     if (known) {
       if (!String(known.description).includes(description)) known.description = `${String(known.description)}; ${description}`;
       return;
     }
     out[key] = { description, ...(body ? { content: body } : {}) };
   };
-  add(spec.success.status, spec.success.description, content(spec.success));
+  add(spec.success.status, spec.success.description, content(spec.success), spec.success.headers);
   for (const [status, answer] of Object.entries(spec.extra ?? {})) add(Number(status), answer.description, content(answer));
   const failures = [...spec.errors.map(errorAnswer), ...PARSER_ANSWERS, FAULTS.internal, ...(spec.writes ? [FAULTS.diskFull] : [])];
-  for (const { status, message } of failures) add(status, message, failureContent(spec));
+  for (const { status, message, headers } of failures) add(status, message, failureContent(spec), headers);
+  for (const [key, names] of headerNames) {
+    const response = out[key];
+    if (response && names.length > 0) response.headers = Object.fromEntries(names.map((h) => [h, { required: true, schema: { type: 'string' } }]));
+  }
   return out;
 }
 

@@ -28,7 +28,7 @@ export interface OperationSpec {
   /** Request headers the route reads (If-Match...), described as parameters. */
   headers?: Record<string, string>;
   /** The success answer: a JSON schema, or another media type's description. */
-  success: { status: number; description: string; json?: Schema; media?: string };
+  success: { status: number; description: string; json?: Schema; media?: string; headers?: readonly string[] };
   /** Other non-failure answers (304, 302, MCP's 202). */
   extra?: Record<number, { description: string; json?: Schema; media?: string }>;
   /** Codes of ours this route may answer with (the error table gives their statuses and messages). */
