@@ -101,8 +101,14 @@ export function responseMismatch(r: CheckedResponse): string | undefined {
   return undefined;
 }
 
-/** Mismatches seen since the hook last looked (support/openapiHooks.ts fails the test with them). */
-export const mismatches: string[] = [];
+/**
+ * Mismatches seen since the hook last looked (support/openapiHooks.ts fails the test with them). Kept on
+ * globalThis: mocha's --require may load this module through CommonJS and the tests through ESM, two
+ * instances that must share one list.
+ */
+const SHARED = Symbol.for('knowledge-store.openapi-mismatches');
+const shared = globalThis as typeof globalThis & { [SHARED]?: string[] };
+export const mismatches: string[] = (shared[SHARED] ??= []);
 
 /** Records a mismatch (with the request and a piece of the body, to find it again). */
 export function checkResponse(r: CheckedResponse): void {
