@@ -71,9 +71,10 @@ function checkUndescribed(r: CheckedResponse, urlPath: string, otherMethod: bool
   return errorShape(r.body);
 }
 
+const errorEnvelope = ajv.compile({ $ref: `${DOC_ID}#/components/schemas/Error` });
+
 function errorShape(body: unknown): string | undefined {
-  const validate = ajv.compile({ $ref: `${DOC_ID}#/components/schemas/Error` });
-  return validate(body) ? undefined : `not an error envelope: ${ajv.errorsText(validate.errors)}`;
+  return errorEnvelope(body) ? undefined : `not an error envelope: ${ajv.errorsText(errorEnvelope.errors)}`;
 }
 
 /** Why the response breaks the description, or undefined when it keeps to it. */
