@@ -261,6 +261,7 @@ export const requestSchemas = {
   moveOperation,
   folderRuleBody,
   createKeyBody,
+  revertBody,
 } as const;
 
 /** Bodies are never coerced: `"content": 5` is an error, not "5". */

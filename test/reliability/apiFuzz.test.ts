@@ -65,6 +65,9 @@ function hints(extra: { keyIds: string[] }): FieldHints {
     role: fc.constantFrom('reader', 'writer', 'admin', 'root'),
     ifMatch: fc.constantFrom('*', '"0000"', 'W/"x"', ' '),
     keyId: fc.oneof(fc.constantFrom(...extra.keyIds), oddString),
+    since: fc.oneof(fc.stringMatching(/^[0-9a-f]{40}$/), fc.constantFrom('2020-01-01T00:00:00Z', 'yesterday', '')),
+    commitId: fc.oneof(fc.stringMatching(/^[0-9a-f]{40}$/), oddString),
+    'array:scopes': fc.array(fc.constantFrom('fuzz', 'fuzz/deep', 'new', '', '..', 'a/'), { maxLength: 3 }),
     repo: fc.oneof(fc.constant('default.git'), fc.constant('nope.git'), oddString),
   };
 }

@@ -69,6 +69,12 @@ export const componentSchemas: Record<string, Schema> = {
     createdAt: timestamp,
     lastUsedAt: { type: ['string', 'null'], format: 'date-time' },
     revokedAt: { type: ['string', 'null'], format: 'date-time' },
+    scopes: { type: ['array', 'null'], items: string, description: 'The folders the key is confined to; null: the whole organization.' },
+  }),
+  RevertConflict: closed({
+    path: string,
+    why: string,
+    current: { oneOf: [{ type: 'null' }, closed({ version: { type: 'integer', minimum: 1 }, etag: string })] },
   }),
   SearchResult: closed({ path: string, score: { type: 'number' }, snippet: string, item: { $ref: '#/components/schemas/KnowledgeItem' } }),
   CommitResult: {
@@ -111,6 +117,11 @@ export const data = {
   key: closed({ key: ref('ApiKey') }),
   createdKey: closed({ key: ref('ApiKey'), secret: { type: 'string', description: 'Shown once, never again.' } }),
   allow: closed({ allow: { type: 'array', items: string } }),
+  revert: closed({
+    commitId: { ...commitId, type: ['string', 'null'], description: 'null when nothing needed undoing.' },
+    reverted: { type: 'array', items: string, description: 'Where each reverted item is now.' },
+    conflicts: { type: 'array', items: ref('RevertConflict') },
+  }),
 } satisfies Record<string, Schema>;
 
 /** A JSON-RPC 2.0 response (or batch of them) as MCP answers; the tools' results are MCP's own schemas. */
