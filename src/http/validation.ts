@@ -262,6 +262,9 @@ export const requestSchemas = {
   folderRuleBody,
   createKeyBody,
   revertBody,
+  getFileQuery,
+  eventsQuery,
+  createWebhookBody,
 } as const;
 
 /** Bodies are never coerced: `"content": 5` is an error, not "5". */

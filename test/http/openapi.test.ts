@@ -5,7 +5,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { expect } from 'chai';
 import { loadConfig } from '../../src/app/config.js';
 import { silentLogger } from '../../src/common/log.js';
-import { createApp } from '../../src/http/app.js';
+import { createApp, type AppDeps } from '../../src/http/app.js';
 import { openApiDocument, operations } from '../../src/http/openapi/document.js';
 import { UNDESCRIBED_ROUTES } from '../../src/http/openapi/serviceOperations.js';
 import { requestSchemas } from '../../src/http/validation.js';
@@ -31,6 +31,9 @@ async function servedRoutes(): Promise<string[]> {
     logger: silentLogger,
     metricsExposition: async () => ({ contentType: 'text/plain', body: '' }),
     version: 'test',
+    // Only the routes are listed, nothing is asked: stand-ins for what the routes call at request time.
+    extractor: {} as AppDeps['extractor'],
+    webhooks: {} as NonNullable<AppDeps['webhooks']>,
   });
   await tmp.cleanup();
   const router = app.middleware.map((m) => (m as { router?: Router }).router).find((r) => r !== undefined);

@@ -68,6 +68,9 @@ function hints(extra: { keyIds: string[] }): FieldHints {
     since: fc.oneof(fc.stringMatching(/^[0-9a-f]{40}$/), fc.constantFrom('2020-01-01T00:00:00Z', 'yesterday', '')),
     commitId: fc.oneof(fc.stringMatching(/^[0-9a-f]{40}$/), oddString),
     'array:scopes': fc.array(fc.constantFrom('fuzz', 'fuzz/deep', 'new', '', '..', 'a/'), { maxLength: 3 }),
+    url: fc.constantFrom('https://example.invalid/hook', 'http://127.0.0.1:9/hook', 'ftp://x/y', 'not a url', ''),
+    'array:events': fc.array(fc.constantFrom('commit', 'item', 'nope', ''), { maxLength: 3 }),
+    id: fc.oneof(fc.constantFrom('wh_nope'), oddString),
     repo: fc.oneof(fc.constant('default.git'), fc.constant('nope.git'), oddString),
   };
 }
@@ -102,7 +105,12 @@ function drawn(spec: OperationSpec, h: FieldHints): fc.Arbitrary<Drawn> {
   const paramValues = fc.tuple(...params.map((p) => (h[p] ?? oddString) as fc.Arbitrary<string>), fc.constantFrom<'segments' | 'whole' | 'raw'>('segments', 'segments', 'whole', 'raw'));
   const query = spec.query ? fc.oneof({ weight: 3, arbitrary: valid(spec.query, h) }, { weight: 2, arbitrary: mutated(spec.query, h) }) : fc.constantFrom(undefined, { extra: 'x' });
   const validBody = spec.operationId === 'commit' ? commitBody(h) : spec.operationId === 'mcp' ? mcpBody : spec.body ? valid(spec.body, h) : fc.constant(undefined);
-  const body: fc.Arbitrary<{ text?: string; contentType?: string }> = spec.body
+  const raw = spec.rawBody
+    ? fc.tuple(fc.oneof(fc.string({ maxLength: 200 }), oddString), fc.constantFrom(...spec.rawBody.media.filter((m) => !m.includes('*')), 'text/plain', 'application/pdf', 'image/png', ''))
+    : undefined;
+  const body: fc.Arbitrary<{ text?: string; contentType?: string }> = raw
+    ? raw.map(([text, contentType]) => ({ text, contentType }))
+    : spec.body
     ? fc.oneof(
         { weight: 6, arbitrary: validBody.map((b) => ({ text: JSON.stringify(b), contentType: 'application/json' })) },
         { weight: 3, arbitrary: mutated(spec.body, h).map((b) => ({ text: JSON.stringify(b) ?? 'null', contentType: 'application/json' })) },
@@ -140,6 +148,12 @@ function send(server: TestServer, method: string, d: Drawn, key: string | undefi
   if (d.contentType) headers['Content-Type'] = d.contentType;
   return new Promise((resolve, reject) => {
     const req = http.request({ host: url.hostname, port: url.port, method, path: d.target, headers }, (res) => {
+      if (String(res.headers['content-type']).startsWith('text/event-stream')) {
+        // A stream that stays open: its status and headers are the answer.
+        resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type']), text: '', headers: res.headers });
+        req.destroy();
+        return;
+      }
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);

@@ -28,7 +28,7 @@ const escapeHtml = (s: string): string =>
 /** `code` spans for `backticked` words of a description (after escaping, so nothing else becomes markup). */
 const prose = (s: unknown): string => escapeHtml(String(s ?? '')).replace(/`([^`]+)`/g, '<code>$1</code>');
 
-const json = (value: unknown): string => `<pre>${escapeHtml(JSON.stringify(value, null, 2))}</pre>`;
+const json = (value: unknown): string => `<pre>${escapeHtml(JSON.stringify(value, null, 2) ?? '')}</pre>`;
 
 function parametersTable(parameters: Schema[]): string {
   if (parameters.length === 0) return '';
@@ -52,13 +52,15 @@ function responsesList(responses: Record<string, Schema>): string {
 
 function operationHtml(path: string, method: string, op: Schema): string {
   const security = (op.security as Array<Record<string, unknown>>).map((s) => Object.keys(s).join(' + ') || 'none').join(' or ');
-  const body = op.requestBody as { content: Record<string, { schema: unknown }> } | undefined;
+  const body = op.requestBody as { description?: string; content: Record<string, { schema: unknown }> } | undefined;
+  const bodies = Object.entries(body?.content ?? {}).map(([type, m]) => `<div>Request body (${escapeHtml(type)}):</div>${json(m.schema)}`);
   return (
     `<details id="${escapeHtml(String(op.operationId))}"><summary><span class="m ${method}">${method}</span><code>${escapeHtml(path)}</code> — ${prose(op.summary)}</summary>` +
     (op.description ? `<p>${prose(op.description)}</p>` : '') +
     `<p>Auth: ${security ? escapeHtml(security) : 'none'}</p>` +
     parametersTable(op.parameters as Schema[]) +
-    (body ? `<div>Request body (application/json):</div>${json(body.content['application/json']?.schema)}` : '') +
+    (body?.description ? `<p>${prose(body.description)}</p>` : '') +
+    bodies.join('') +
     `<div>Responses:</div>${responsesList(op.responses as Record<string, Schema>)}</details>`
   );
 }

@@ -1,3 +1,4 @@
+import { integrationOperations } from './integrationOperations.js';
 import { knowledgeOperations } from './knowledgeOperations.js';
 import { errorAnswer, FAULTS, PARSER_ANSWERS } from './errorAnswers.js';
 import type { OperationSpec, Schema } from './operation.js';
@@ -5,7 +6,7 @@ import { serviceOperations } from './serviceOperations.js';
 import { componentSchemas, jsonRpcResponse } from './responses.js';
 
 /** Every described route, the knowledge API first. */
-export const operations: readonly OperationSpec[] = [...knowledgeOperations, ...serviceOperations];
+export const operations: readonly OperationSpec[] = [...knowledgeOperations, ...integrationOperations, ...serviceOperations];
 
 /**
  * A Koa path pattern (path-to-regexp 8, as @koa/router uses it) as an OpenAPI path: `:id` and the
@@ -112,6 +113,15 @@ function operation(spec: OperationSpec): Schema {
     security: SECURITY[spec.auth],
     parameters: parameters(spec),
     ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: spec.body } } } } : {}),
+    ...(spec.rawBody
+      ? {
+          requestBody: {
+            required: true,
+            description: spec.rawBody.description,
+            content: Object.fromEntries(spec.rawBody.media.map((m) => [m, { schema: { type: 'string', format: 'binary' } }])),
+          },
+        }
+      : {}),
     responses: responses(spec),
   };
 }
@@ -136,7 +146,7 @@ export function openApiDocument(version: string): Schema {
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: '/' }],
-    tags: ['items', 'history', 'trash', 'folders', 'changes', 'search', 'keys', 'mcp', 'git', 'operations', 'dashboard'].map((name) => ({ name })),
+    tags: ['items', 'files', 'history', 'trash', 'folders', 'changes', 'search', 'keys', 'events', 'webhooks', 'mcp', 'git', 'operations', 'dashboard'].map((name) => ({ name })),
     paths,
     components: {
       schemas: componentSchemas,

@@ -25,6 +25,8 @@ export interface OperationSpec {
   permission?: 'knowledge:read' | 'knowledge:write' | 'knowledge:admin';
   query?: Schema;
   body?: Schema;
+  /** A body that is not JSON (a file's bytes): the media types taken. */
+  rawBody?: { media: readonly string[]; description: string };
   /** Request headers the route reads (If-Match...), described as parameters. */
   headers?: Record<string, string>;
   /** The success answer: a JSON schema, or another media type's description. */

@@ -84,6 +84,28 @@ export const componentSchemas: Record<string, Schema> = {
       closed({ op: { const: 'delete' }, path: string, deleted: { const: true } }),
     ],
   },
+  Delivery: closed({
+    id: string,
+    commitId,
+    status: { enum: ['pending', 'delivered', 'failed'] },
+    attempts: {
+      type: 'array',
+      items: closed({ at: timestamp, status: { type: ['integer', 'null'] }, error: nullableString, ms: { type: 'number' } }),
+    },
+    nextAttemptAt: { type: ['string', 'null'], format: 'date-time' },
+  }),
+  Webhook: closed({
+    id: string,
+    url: string,
+    events: { type: 'array', items: string },
+    prefix: nullableString,
+    createdBy: string,
+    createdAt: timestamp,
+    cursor: { type: ['string', 'null'], description: 'The last commit the hook is done with.' },
+    state: { enum: ['active', 'stopped'] },
+    stoppedReason: nullableString,
+    lastDelivery: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Delivery' }] },
+  }),
   Error: {
     ...closed({ success: { const: false }, error: { type: 'string', minLength: 1 }, data: closed({ failedOperation: { type: 'integer', minimum: 0 } }) }, ['data']),
     description: 'Every failure: the status says what kind, `error` says what in words. POST /commits adds the failed operation\'s index.',
@@ -117,6 +139,9 @@ export const data = {
   key: closed({ key: ref('ApiKey') }),
   createdKey: closed({ key: ref('ApiKey'), secret: { type: 'string', description: 'Shown once, never again.' } }),
   allow: closed({ allow: { type: 'array', items: string } }),
+  webhook: closed({ webhook: ref('Webhook'), secret: { type: 'string', description: 'The HMAC signing secret, shown once.' } }),
+  webhooks: closed({ webhooks: { type: 'array', items: ref('Webhook') } }),
+  deliveries: closed({ deliveries: { type: 'array', items: ref('Delivery') } }),
   revert: closed({
     commitId: { ...commitId, type: ['string', 'null'], description: 'null when nothing needed undoing.' },
     reverted: { type: 'array', items: string, description: 'Where each reverted item is now.' },
