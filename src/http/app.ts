@@ -14,6 +14,8 @@ import { requestContext } from './middleware/requestContext.js';
 import { checkOrigin, MCP_PATH, mcpRoutes } from './mcp/endpoint.js';
 import { EventFeed } from '../domain/events.js';
 import { EventStreams, type EventStreamSettings } from './events/streamLimits.js';
+import { OPENAPI_PATH } from './openapi/serviceOperations.js';
+import { apiDocsRoutes } from './routes/apiDocs.js';
 import { changeRoutes } from './routes/changes.js';
 import { eventRoutes, type EventDeps } from './routes/events.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -107,12 +109,15 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   if (deps.webhooks) router.use(webhookRoutes({ webhooks: deps.webhooks }).routes());
   router.use(metricsRoutes({ access: config.metrics, exposition: deps.metricsExposition }).routes());
   router.use(mcpRoutes({ ...routeDeps, version: deps.version }).routes());
+  router.use(apiDocsRoutes({ version: deps.version }).routes());
   const mcp = checkOrigin(config.allowedOrigins);
 
   app.use(requestContext(deps.logger, (r) => metrics.request(r)));
   app.use(compression()); // outside the error envelope: failures are answered compressed too when large
   app.use(errorEnvelope(deps.logger));
   app.use(async (ctx, next) => {
+    // The API's description is documentation, served without a key (see routes/apiDocs.ts).
+    if (ctx.path === OPENAPI_PATH) return next();
     if (ctx.path === '/api' || ctx.path.startsWith('/api/')) return api(ctx, next);
     // MCP is the API in another protocol: the same key check and limits, after the Origin check.
     if (ctx.path === MCP_PATH) return mcp(ctx, () => api(ctx, next));

@@ -240,6 +240,33 @@ const createKeyBody = {
   properties: { name: { type: 'string' }, role: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } } },
 } as const;
 
+/**
+ * The schemas themselves, for the API description (src/http/openapi/): the OpenAPI document is made from
+ * exactly what validates requests, so the two cannot drift apart.
+ */
+export const requestSchemas = {
+  putItemBody,
+  listQuery,
+  searchQuery,
+  noQuery,
+  getItemQuery,
+  diffQuery,
+  changesQuery,
+  rollbackBody,
+  pathBody,
+  moveBody,
+  commitBody,
+  putOperation,
+  deleteOperation,
+  moveOperation,
+  folderRuleBody,
+  createKeyBody,
+  revertBody,
+  getFileQuery,
+  eventsQuery,
+  createWebhookBody,
+} as const;
+
 /** Bodies are never coerced: `"content": 5` is an error, not "5". */
 const strictAjv = new Ajv({ allErrors: false, coerceTypes: false });
 const validators = {

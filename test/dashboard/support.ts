@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { buildDashboard } from '../../src/dashboard/build.js';
+import { checkResponse } from '../support/openapiCheck.js';
 import { api, type ApiResponse, type TestServer } from '../support/server.js';
 import { tmpDir } from '../support/tmp.js';
 
@@ -83,6 +84,25 @@ export async function openDashboard(browser: Browser, server: TestServer, viewpo
   const requests: string[] = [];
   const problems: string[] = [];
   page.on('request', (r) => requests.push(r.url()));
+  // What the page gets from the API is held against the API description too (support/openapiCheck.ts).
+  page.on('response', (r) => {
+    const url = new URL(r.url());
+    if (!url.pathname.startsWith('/api/')) return;
+    console.log('RESP', url.pathname);
+    void r.text().then(
+      (text) => {
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = undefined;
+        }
+        const headers = r.headers();
+        checkResponse({ method: r.request().method(), url: `${url.pathname}${url.search}`, status: r.status(), contentType: headers['content-type'] ?? '', body, text, header: (n) => headers[n.toLowerCase()] });
+      },
+      () => undefined, // the page moved on before the body arrived
+    );
+  });
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
   page.on('console', (m) => {
     if (/Content Security Policy/i.test(m.text())) problems.push(`CSP violation: ${m.text()}`);

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { createKey, revokeKey } from '../../src/domain/keys.js';
 import { silentLogger } from '../../src/common/log.js';
 import { KeyStore } from '../../src/storage/keys/keyStore.js';
+import { checkResponse } from '../support/openapiCheck.js';
 import { api, fs, type ApiResponse, type TestServer } from '../support/server.js';
 
 export const LIST = '/api/v1/knowledge';
@@ -162,6 +163,21 @@ export function rawRequest(
           } catch {
             body = undefined;
           }
+          const method = options.method ?? 'GET';
+          // A compressed body is not read here; its status is still held against the description.
+          const encoded = Boolean(res.headers['content-encoding']) && res.headers['content-encoding'] !== 'identity';
+          checkResponse({
+            method,
+            url: `${server.url}${options.path}`,
+            status: res.statusCode ?? 0,
+            contentType: encoded ? '' : String(res.headers['content-type'] ?? ''),
+            body,
+            text: encoded ? '' : text,
+            header: (name) => {
+              const value = res.headers[name.toLowerCase()];
+              return Array.isArray(value) ? value.join(', ') : value;
+            },
+          });
           resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
         });
       },

@@ -9,6 +9,7 @@ import { KeyStore } from '../../src/storage/keys/keyStore.js';
 import { OrgStore } from '../../src/storage/repo/orgStore.js';
 import { tmpDir } from './tmp.js';
 import { hostGit } from './git.js';
+import { checkResponse } from './openapiCheck.js';
 
 export const fs = nodeFs as unknown as FsPromises;
 
@@ -87,7 +88,11 @@ export async function api(
     body = JSON.stringify(options.body);
     headers['Content-Type'] ??= 'application/json';
   }
-  const res = await fetch(url, { method: options.method ?? 'GET', headers, body });
+  const method = options.method ?? 'GET';
+  const res = await fetch(url, { method, headers, body });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as ApiResponse['body']) : undefined };
+  const parsed = text ? (JSON.parse(text) as ApiResponse['body']) : undefined;
+  // Held against the API description; a mismatch fails the test (support/openapiHooks.ts).
+  checkResponse({ method, url, status: res.status, contentType: res.headers.get('Content-Type') ?? '', body: parsed, text, header: (n) => res.headers.get(n) });
+  return { status: res.status, headers: res.headers, body: parsed };
 }

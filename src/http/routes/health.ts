@@ -3,8 +3,8 @@ import type { OrgStore } from '../../storage/repo/orgStore.js';
 import { NotReady } from '../httpErrors.js';
 import type { AppState } from '../state.js';
 
-const HEALTH_PATH = '/healthz';
-const READY_PATH = '/readyz';
+export const HEALTH_PATH = '/healthz';
+export const READY_PATH = '/readyz';
 
 /** How long a readiness verdict is reused: probes from several balancers cost one disk write a second. */
 const READY_CACHE_MS = 1000;

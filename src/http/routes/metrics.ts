@@ -7,7 +7,7 @@ import { MetricsRefused, MetricsTokenRequired } from '../httpErrors.js';
 import { presentedKey } from '../middleware/auth.js';
 import type { AppState } from '../state.js';
 
-const METRICS_PATH = '/metrics';
+export const METRICS_PATH = '/metrics';
 
 /** What renders the Prometheus text (app/ backs it with prom-client). */
 export type MetricsExposition = () => Promise<{ contentType: string; body: string }>;
