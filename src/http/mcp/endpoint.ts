@@ -68,12 +68,14 @@ export function mcpRoutes(deps: Pick<RouteDeps, 'maxContentBytes' | 'clock' | 'l
       }
       const request = new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers, body });
       const response = await transport.handleRequest(request, parsed === undefined ? {} : { parsedBody: parsed });
-      ctx.status = response.status;
       response.headers.forEach((value, name) => {
         if (!HOP_HEADERS.has(name)) ctx.set(name, value);
       });
       const text = await response.text();
-      if (text) ctx.body = text;
+      // An explicit null, then the status: a notification's 202 goes out with no body at all, as MCP requires
+      // (left unset, Koa fills it with the status text "Accepted"; a null set after the status makes it 204).
+      ctx.body = text === '' ? null : text;
+      ctx.status = response.status;
     } finally {
       await transport.close();
       await server.close();

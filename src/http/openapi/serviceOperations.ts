@@ -42,7 +42,8 @@ export const serviceOperations: readonly OperationSpec[] = [
     tag: 'operations',
     auth: 'metrics',
     success: { status: 200, description: 'The Prometheus text exposition format', media: 'text/plain' },
-    errors: ['METRICS_REFUSED', 'METRICS_TOKEN_REQUIRED'],
+    // KNOWLEDGE_METRICS=off: no route at all, the 404 any unknown path gets.
+    errors: ['METRICS_REFUSED', 'METRICS_TOKEN_REQUIRED', 'ROUTE_NOT_FOUND'],
   },
   {
     method: 'get',
