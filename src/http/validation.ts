@@ -1,295 +1,46 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { InvalidInput } from '../domain/errors.js';
-import { MAX_LIST_LIMIT } from '../domain/items.js';
-import { MAX_SEARCH_LIMIT } from '../domain/search.js';
-import { MAX_QUERY_LENGTH } from '../domain/searchQuery.js';
+import {
+  requestSchemas as s,
+  type CommitBody,
+  type GetItemQuery,
+  type ListQuery,
+  type MoveBody,
+  type OperationBody,
+  type PutItemBody,
+  type RevertBody,
+  type SearchQuery,
+} from './requestSchemas.js';
 
 /**
- * Request bodies and query strings are checked by ajv schemas before any domain call.
- * Schemas are plain (no `nullable`): with type coercion, ajv turns `?limit=` into null
- * for a nullable field, and an empty or null value must be a 400, not "no limit".
+ * Request bodies and query strings are checked by ajv, with the schemas of requestSchemas.ts, before any
+ * domain call. Query strings are coerced (they are text); bodies never are.
  */
 const ajv = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: false });
-
-export interface PutItemBody {
-  content: string;
-  message?: string;
-  requiredReadPermission?: string;
-  requiredWritePermission?: string;
-}
-
-const putItemBody = {
-  type: 'object',
-  required: ['content'],
-  additionalProperties: false,
-  properties: {
-    content: { type: 'string' },
-    message: { type: 'string' },
-    requiredReadPermission: { type: 'string' },
-    requiredWritePermission: { type: 'string' },
-  },
-} as const;
-
-export interface ListQuery {
-  prefix?: string;
-  limit?: number;
-  cursor?: string;
-  content?: 'true' | 'false';
-}
-
-const listQuery = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    prefix: { type: 'string', maxLength: 256 },
-    limit: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT },
-    cursor: { type: 'string', minLength: 1, maxLength: 512 },
-    content: { type: 'string', enum: ['true', 'false'] },
-  },
-} as const;
-
-export interface SearchQuery {
-  q: string;
-  prefix?: string;
-  limit?: number;
-  cursor?: string;
-}
-
-const searchQuery = {
-  type: 'object',
-  required: ['q'],
-  additionalProperties: false,
-  properties: {
-    // Characters are counted (and the 500 limit enforced) by the domain; this bound only keeps parsing cheap.
-    q: { type: 'string', maxLength: 4 * MAX_QUERY_LENGTH },
-    prefix: { type: 'string', maxLength: 256 },
-    limit: { type: 'integer', minimum: 1, maximum: MAX_SEARCH_LIMIT },
-    cursor: { type: 'string', minLength: 1, maxLength: 64 },
-  },
-} as const;
-
-const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
-
-export interface GetItemQuery {
-  version?: number;
-  ref?: string;
-}
-
-const getItemQuery = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { version: { type: 'integer', minimum: 1 }, ref: { type: 'string', minLength: 1, maxLength: 64 } },
-} as const;
-
-/** `GET /files/{path}`: the original bytes now, or of the n-th version. */
-const getFileQuery = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { version: { type: 'integer', minimum: 1 } },
-} as const;
-
-const diffQuery = {
-  type: 'object',
-  required: ['from', 'to'],
-  additionalProperties: false,
-  properties: { from: { type: 'integer', minimum: 1 }, to: { type: 'integer', minimum: 1 } },
-} as const;
-
-// No `since` is a first call: the head to ask from next time, and no changes (as the MCP tool does).
-const changesQuery = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { since: { type: 'string', minLength: 1, maxLength: 64 } },
-} as const;
-
-/** GET /events: where to resume (the Last-Event-ID header, when sent, wins). */
-const eventsQuery = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { since: { type: 'string', minLength: 1, maxLength: 64 } },
-} as const;
-
-/** POST /webhooks: what the domain checks further (an http(s) URL, known kinds, a folder prefix). */
-const createWebhookBody = {
-  type: 'object',
-  required: ['url'],
-  additionalProperties: false,
-  properties: {
-    url: { type: 'string', minLength: 1, maxLength: 2048 },
-    events: { type: 'array', minItems: 1, maxItems: 3, items: { type: 'string', maxLength: 32 } },
-    prefix: { type: 'string', minLength: 1, maxLength: 256 },
-  },
-} as const;
-
-const rollbackBody = {
-  type: 'object',
-  required: ['path', 'version'],
-  additionalProperties: false,
-  properties: { path: { type: 'string' }, version: { type: 'integer', minimum: 1 } },
-} as const;
-
-const pathBody = {
-  type: 'object',
-  required: ['path'],
-  additionalProperties: false,
-  properties: { path: { type: 'string' } },
-} as const;
-
-interface MoveBody {
-  from: string;
-  to: string;
-  ifMatch?: string;
-  message?: string;
-}
-
-/** An ETag as GET answers it, quoted or not; an empty one would be no condition at all. */
-const ifMatchField = { type: 'string', minLength: 1, maxLength: 1024 } as const;
-
-const moveBody = {
-  type: 'object',
-  required: ['from', 'to'],
-  additionalProperties: false,
-  properties: {
-    from: { type: 'string' },
-    to: { type: 'string' },
-    ifMatch: ifMatchField,
-    message: { type: 'string' },
-  },
-} as const;
-
-/** `POST /commits`: the envelope here; each operation is checked by its own schema below (so a refusal names it). */
-const commitBody = {
-  type: 'object',
-  required: ['operations'],
-  additionalProperties: false,
-  properties: {
-    message: { type: 'string' },
-    operations: { type: 'array', items: { type: 'object', required: ['op'], properties: { op: { enum: ['put', 'delete', 'move'] } } } },
-  },
-} as const;
-
-
-const putOperation = {
-  type: 'object',
-  required: ['op', 'path', 'content'],
-  additionalProperties: false,
-  properties: {
-    op: { const: 'put' },
-    path: { type: 'string' },
-    content: { type: 'string' },
-    ifMatch: ifMatchField,
-    requiredReadPermission: { type: 'string' },
-    requiredWritePermission: { type: 'string' },
-  },
-} as const;
-
-const deleteOperation = {
-  type: 'object',
-  required: ['op', 'path'],
-  additionalProperties: false,
-  properties: { op: { const: 'delete' }, path: { type: 'string' } },
-} as const;
-
-const moveOperation = {
-  type: 'object',
-  required: ['op', 'from', 'to'],
-  additionalProperties: false,
-  properties: { op: { const: 'move' }, from: { type: 'string' }, to: { type: 'string' }, ifMatch: ifMatchField },
-} as const;
-
-interface CommitBody {
-  message?: string;
-  operations: Array<{ op: 'put' | 'delete' | 'move' }>;
-}
-
-export type OperationBody =
-  | { op: 'put'; path: string; content: string; ifMatch?: string; requiredReadPermission?: string; requiredWritePermission?: string }
-  | { op: 'delete'; path: string }
-  | { op: 'move'; from: string; to: string; ifMatch?: string };
-
-/** `POST /revert`: which form (a commit, or a key and a time) is decided by the domain, with its own message. */
-const revertBody = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    commitId: { type: 'string', maxLength: 64 },
-    keyId: { type: 'string', maxLength: 128 },
-    since: { type: 'string', maxLength: 64 },
-    force: { type: 'boolean' },
-  },
-} as const;
-
-export interface RevertBody {
-  commitId?: string;
-  keyId?: string;
-  since?: string;
-  force?: boolean;
-}
-
-const folderRuleBody = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { requiredReadPermission: { type: 'string' }, requiredWritePermission: { type: 'string' } },
-} as const;
-
-const createKeyBody = {
-  type: 'object',
-  required: ['name', 'role'],
-  additionalProperties: false,
-  // scopes: folder paths, checked (count, form, overlaps) by the domain's validateScopes.
-  properties: { name: { type: 'string' }, role: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } } },
-} as const;
-
-/**
- * The schemas themselves, for the API description (src/http/openapi/): the OpenAPI document is made from
- * exactly what validates requests, so the two cannot drift apart.
- */
-export const requestSchemas = {
-  putItemBody,
-  listQuery,
-  searchQuery,
-  noQuery,
-  getItemQuery,
-  diffQuery,
-  changesQuery,
-  rollbackBody,
-  pathBody,
-  moveBody,
-  commitBody,
-  putOperation,
-  deleteOperation,
-  moveOperation,
-  folderRuleBody,
-  createKeyBody,
-  revertBody,
-  getFileQuery,
-  eventsQuery,
-  createWebhookBody,
-} as const;
 
 /** Bodies are never coerced: `"content": 5` is an error, not "5". */
 const strictAjv = new Ajv({ allErrors: false, coerceTypes: false });
 const validators = {
-  putItemBody: strictAjv.compile<PutItemBody>(putItemBody),
-  rollbackBody: strictAjv.compile<{ path: string; version: number }>(rollbackBody),
-  pathBody: strictAjv.compile<{ path: string }>(pathBody),
-  moveBody: strictAjv.compile<MoveBody>(moveBody),
-  commitBody: strictAjv.compile<CommitBody>(commitBody),
-  putOperation: strictAjv.compile<OperationBody & { op: 'put' }>(putOperation),
-  deleteOperation: strictAjv.compile<OperationBody & { op: 'delete' }>(deleteOperation),
-  moveOperation: strictAjv.compile<OperationBody & { op: 'move' }>(moveOperation),
-  revertBody: strictAjv.compile<RevertBody>(revertBody),
-  folderRuleBody: strictAjv.compile<{ requiredReadPermission?: string; requiredWritePermission?: string }>(folderRuleBody),
-  createKeyBody: strictAjv.compile<{ name: string; role: string; scopes?: string[] }>(createKeyBody),
-  createWebhookBody: strictAjv.compile<{ url: string; events?: string[]; prefix?: string }>(createWebhookBody),
-  listQuery: ajv.compile<ListQuery>(listQuery),
-  noQuery: ajv.compile<Record<string, never>>(noQuery),
-  getItemQuery: ajv.compile<GetItemQuery>(getItemQuery),
-  getFileQuery: ajv.compile<{ version?: number }>(getFileQuery),
-  diffQuery: ajv.compile<{ from: number; to: number }>(diffQuery),
-  changesQuery: ajv.compile<{ since?: string }>(changesQuery),
-  eventsQuery: ajv.compile<{ since?: string }>(eventsQuery),
-  searchQuery: ajv.compile<SearchQuery>(searchQuery),
+  putItemBody: strictAjv.compile<PutItemBody>(s.putItemBody),
+  rollbackBody: strictAjv.compile<{ path: string; version: number }>(s.rollbackBody),
+  pathBody: strictAjv.compile<{ path: string }>(s.pathBody),
+  moveBody: strictAjv.compile<MoveBody>(s.moveBody),
+  commitBody: strictAjv.compile<CommitBody>(s.commitBody),
+  putOperation: strictAjv.compile<OperationBody & { op: 'put' }>(s.putOperation),
+  deleteOperation: strictAjv.compile<OperationBody & { op: 'delete' }>(s.deleteOperation),
+  moveOperation: strictAjv.compile<OperationBody & { op: 'move' }>(s.moveOperation),
+  revertBody: strictAjv.compile<RevertBody>(s.revertBody),
+  folderRuleBody: strictAjv.compile<{ requiredReadPermission?: string; requiredWritePermission?: string }>(s.folderRuleBody),
+  createKeyBody: strictAjv.compile<{ name: string; role: string; scopes?: string[] }>(s.createKeyBody),
+  createWebhookBody: strictAjv.compile<{ url: string; events?: string[]; prefix?: string }>(s.createWebhookBody),
+  listQuery: ajv.compile<ListQuery>(s.listQuery),
+  noQuery: ajv.compile<Record<string, never>>(s.noQuery),
+  getItemQuery: ajv.compile<GetItemQuery>(s.getItemQuery),
+  getFileQuery: ajv.compile<{ version?: number }>(s.getFileQuery),
+  diffQuery: ajv.compile<{ from: number; to: number }>(s.diffQuery),
+  changesQuery: ajv.compile<{ since?: string }>(s.changesQuery),
+  eventsQuery: ajv.compile<{ since?: string }>(s.eventsQuery),
+  searchQuery: ajv.compile<SearchQuery>(s.searchQuery),
 };
 
 type Described = 'field' | 'query parameter' | 'argument';

@@ -8,7 +8,7 @@ import { silentLogger } from '../../src/common/log.js';
 import { createApp, type AppDeps } from '../../src/http/app.js';
 import { openApiDocument, operations } from '../../src/http/openapi/document.js';
 import { UNDESCRIBED_ROUTES } from '../../src/http/openapi/serviceOperations.js';
-import { requestSchemas } from '../../src/http/validation.js';
+import { requestSchemas } from '../../src/http/requestSchemas.js';
 import { KeyStore } from '../../src/storage/keys/keyStore.js';
 import { OrgStore } from '../../src/storage/repo/orgStore.js';
 import { hostGit } from '../support/git.js';

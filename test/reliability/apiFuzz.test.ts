@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { operations } from '../../src/http/openapi/document.js';
 import type { OperationSpec } from '../../src/http/openapi/operation.js';
-import { requestSchemas } from '../../src/http/validation.js';
+import { requestSchemas } from '../../src/http/requestSchemas.js';
 import { responseMismatch } from '../support/openapiCheck.js';
 import { hugeString, mutated, oddString, valid, type FieldHints } from '../support/schemaArbitrary.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';

@@ -1,5 +1,5 @@
 import { API_PREFIX } from '../routes/common.js';
-import { requestSchemas as q } from '../validation.js';
+import { requestSchemas as q } from '../requestSchemas.js';
 import { BODY_ERRORS, KEY_ERRORS, WRITE_ERRORS, type OperationSpec } from './operation.js';
 import { data, successEnvelope } from './responses.js';
 

@@ -4,7 +4,8 @@ import { commitOperations, type Operation, type OperationResult } from '../../do
 import { OperationFailed } from '../../domain/errors.js';
 import { etagConditionField, formatEtag, presentItem } from '../presenters.js';
 import type { AppState } from '../state.js';
-import { validateBody, validateQuery, type OperationBody } from '../validation.js';
+import type { OperationBody } from '../requestSchemas.js';
+import { validateBody, validateQuery } from '../validation.js';
 import { API_PREFIX, jsonBody, requirePermission, type RouteDeps } from './common.js';
 
 /**

@@ -3,7 +3,8 @@ import { InvalidInput } from '../../domain/errors.js';
 import { revertChanges, type RevertConflict, type RevertTarget } from '../../domain/revert.js';
 import { formatEtag } from '../presenters.js';
 import type { AppState } from '../state.js';
-import { validateBody, validateQuery, type RevertBody } from '../validation.js';
+import type { RevertBody } from '../requestSchemas.js';
+import { validateBody, validateQuery } from '../validation.js';
 import { API_PREFIX, jsonBody, requirePermission, SMALL_BODY_BYTES, type RouteDeps } from './common.js';
 
 /** `POST /revert {commitId} | {keyId, since}, force?`: undo one commit, or a key's changes since a time, as one new commit. */
