@@ -21,9 +21,18 @@ const httpish = (status: number, type?: string): Error => Object.assign(new Erro
  */
 export async function receiveUpload(req: IncomingMessage, limit: number): Promise<ReceivedFile> {
   refuseEarly(req, limit);
+  // A request that waited for a slot may be gone already (the client left, or the server's request timeout
+  // cut it): its 'aborted' and 'close' have fired, and a read would wait for them forever, holding the slot.
+  if (req.destroyed || req.readableAborted) throw httpish(400, 'request.aborted');
+  const gone = new Promise<never>((_, reject) => {
+    req.once('close', () => {
+      if (!req.complete) reject(httpish(400, 'request.aborted'));
+    });
+  });
+  gone.catch(() => undefined); // lost the race to a finished read: nobody needs to hear of it
   const contentType = req.headers['content-type'] ?? '';
-  if (isMultipart(req)) return receiveMultipart(req, limit);
-  return { bytes: await readCapped(req, limit), contentType };
+  const read = isMultipart(req) ? receiveMultipart(req, limit) : readCapped(req, limit).then((bytes) => ({ bytes, contentType }));
+  return Promise.race([read, gone]);
 }
 
 /** What the headers alone refuse: an encoded body (415), a declared length over the limit (413). */
