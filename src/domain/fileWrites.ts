@@ -21,10 +21,13 @@ export interface FilePut {
   ifNoneMatch?: TagCondition;
 }
 
-/** A rollback of a file item: the version's bytes (already stored), name, type and text, as a new commit. */
-export function rollbackFile(args: { repo: OrgRepo; actor: Actor; target: ItemView; version: number; clock: Clock }): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
+/**
+ * A rollback of a file item at `path` (where it is now): the version's bytes (already stored), name, type and
+ * text, as a new commit. Not the version's own path: an item moved since would be written back where it was.
+ */
+export function rollbackFile(args: { repo: OrgRepo; actor: Actor; path: string; target: ItemView; version: number; clock: Clock }): Promise<{ item: ItemView; created: boolean; commitId: string | null }> {
   const { record, content } = args.target;
-  const path = record.path;
+  const { path } = args;
   if (record.fileKey === null || record.fileName === null || record.contentType === null || record.fileSize === null) {
     throw new ItemKindConflict({ path, itemType: 'text' });
   }

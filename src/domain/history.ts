@@ -115,7 +115,7 @@ export async function rollback(args: {
   const entry = visibleItem(repo, actor, args.path);
   const target = await itemAtVersion(repo, entry, versionAt(repo, entry, args.version));
   // A file item goes back to that version's bytes, name and type with its text (the bytes are still stored).
-  if (target.record.itemType === 'file') return rollbackFile({ repo, actor, target, version: args.version, clock: args.clock ?? systemClock });
+  if (target.record.itemType === 'file') return rollbackFile({ repo, actor, path: entry.record.path, target, version: args.version, clock: args.clock ?? systemClock });
   const { item, commitId } = await putItem({
     repo,
     actor,

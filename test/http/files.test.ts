@@ -132,6 +132,19 @@ describe('file items (contract §8): PUT/GET /api/v1/knowledge/files/{path}', fu
     expect(Buffer.from(await now.arrayBuffer()).equals(pdf)).to.equal(true);
   });
 
+  it('rollback of a file item moved since writes where it is now, never at its old path', async () => {
+    const admin = server.adminKey;
+    expect((await upload(server, writer, 'moved/a.txt', Buffer.from('one\n'), 'text/plain')).status).to.equal(200);
+    const id = itemOf(await upload(server, writer, 'moved/a.txt', Buffer.from('two\n'), 'text/plain')).id;
+    expect((await api(`${server.url}${LIST}/move`, { method: 'POST', key: writer, body: { from: 'moved/a.txt', to: 'moved/b.txt' } })).status).to.equal(200);
+    const back = await api(`${server.url}${LIST}/rollback`, { method: 'POST', key: writer, body: { path: 'moved/b.txt', version: 1 } });
+    expect(back.status, JSON.stringify(back.body)).to.equal(200);
+    expect([itemOf(back).path, itemOf(back).id, itemOf(back).content]).to.deep.equal(['moved/b.txt', id, 'one\n']);
+    expect((await api(`${server.url}${LIST}/items/moved/a.txt`, { key: admin })).status).to.equal(404);
+    const bytes = await fetch(`${server.url}${FILES}/moved/b.txt`, { headers: { Authorization: `Bearer ${reader}` } });
+    expect(Buffer.from(await bytes.arrayBuffer()).toString()).to.equal('one\n');
+  });
+
   it('a JSON PUT on a file item is 409 "Path holds a file item"; an upload on a text item is 409 "Path holds a text item"', async () => {
     const before = await commitCount(server.gitdir());
     const res = await api(`${server.url}${LIST}/items/docs/notes.txt`, { method: 'PUT', key: writer, body: { content: 'overwrite' } });
