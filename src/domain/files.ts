@@ -9,6 +9,7 @@ import { getItemVersion } from './history.js';
 import { pathTaken, requireChangeRights, validateMessage, view, type ItemView, type TagCondition } from './items.js';
 import type { Actor } from './keys.js';
 import { validatePath } from './paths.js';
+import { requireInScope } from './scopes.js';
 
 /**
  * Gets the text out of a file, off the event loop and within a time and memory limit (src/extract/);
@@ -44,6 +45,9 @@ export async function putFile(
   const { repo, actor, bytes, clock = systemClock } = input;
   requireRole(actor, 'knowledge:write');
   const path = validatePath(input.path);
+  // Outside the key's scopes: refused on the path alone, as a JSON PUT is, before anything there is looked at
+  // (a 409 for a taken path would tell a scoped key what exists outside) or any extraction is spent.
+  requireInScope(actor, path);
   if (bytes.byteLength > input.maxFileBytes) throw new ContentTooLarge({ bytes: bytes.byteLength, limit: input.maxFileBytes });
   const message = input.message === undefined ? undefined : validateMessage(input.message);
   const fileName = validateFileName(input.fileName ?? path.slice(path.lastIndexOf('/') + 1));

@@ -220,8 +220,18 @@ describe('file items (contract §8): PUT/GET /api/v1/knowledge/files/{path}', fu
     expect(made.status, JSON.stringify(made.body)).to.equal(200);
     const scoped = made.body?.data?.secret as string;
     expect((await upload(server, scoped, 'forms/scoped.txt', Buffer.from('in scope'), 'text/plain')).status).to.equal(200);
-    const outside = await upload(server, scoped, 'docs/scoped.txt', Buffer.from('out of scope'), 'text/plain');
-    expect(outside.status).to.be.oneOf([403, 404]);
+    // Outside: the same 403 whatever is there (an item, nothing, a bad type), so nothing outside is told.
+    const refusal = (path: string): string => `Forbidden — ${path} is outside this key's scopes (forms/)`;
+    const before = await commitCount(server.gitdir());
+    for (const [path, bytes, type] of [
+      ['docs/scoped.txt', Buffer.from('out of scope'), 'text/plain'],
+      ['docs/report.pdf', Buffer.from('over an existing item'), 'text/plain'],
+      ['docs/image.png', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]), 'image/png'],
+    ] as const) {
+      const outside = await upload(server, scoped, path, bytes, type);
+      expect([outside.status, outside.body?.error], path).to.deep.equal([403, refusal(path)]);
+    }
+    expect(await commitCount(server.gitdir())).to.equal(before);
     const hidden = await api(`${server.url}${FILES}/docs/report.pdf`, { key: scoped });
     expect([hidden.status, hidden.body?.error]).to.deep.equal([404, MSG.notFound]);
     const seen = await fetch(`${server.url}${FILES}/forms/scoped.txt`, { headers: { Authorization: `Bearer ${scoped}` } });
