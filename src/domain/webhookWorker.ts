@@ -13,6 +13,10 @@ import { deliveryId, deliveryRequest, hookChanges, retryDelayMs, RETRY_FOR_MS, t
 const DELIVERIES_KEPT = 50;
 const ATTEMPTS_KEPT = 50;
 
+/** The pause before a failed worker runs again, doubling up to the second. */
+const RESTART_FIRST_MS = 1000;
+const RESTART_MAX_MS = 60_000;
+
 /** What a hook's worker is given. */
 export interface WorkerDeps {
   repo: OrgRepo;
@@ -43,7 +47,31 @@ export class HookWorker {
     readonly hook: WebhookRecord,
     private readonly deps: WorkerDeps,
   ) {
-    this.done = this.run().catch((err: unknown) => deps.logger.error('webhook worker failed', { webhook: hook.id, error: String(err) }));
+    this.done = this.supervise();
+  }
+
+  /**
+   * Runs the loop again after a failure (a git read or the key store failing: EMFILE, a disk hiccup), after a
+   * pause that doubles up to a minute: the hook stays active and its cursor is durable, so nothing is lost,
+   * but without this its deliveries would stop until the next restart with no sign of it.
+   */
+  private async supervise(): Promise<void> {
+    let pause = RESTART_FIRST_MS;
+    while (!this.stopped) {
+      try {
+        await this.run();
+        return;
+      } catch (err) {
+        this.deps.logger.error('webhook worker failed; it runs again after a pause', { webhook: this.hook.id, pauseMs: pause, error: String(err) });
+        // The whole pause, whatever commits come meanwhile (the next run walks them all); a stop ends it at once.
+        const until = Date.now() + pause;
+        while (!this.stopped && Date.now() < until) {
+          this.waker.clear();
+          await this.waker.wait(until - Date.now());
+        }
+        pause = Math.min(pause * 2, RESTART_MAX_MS);
+      }
+    }
   }
 
   /** A new commit may be there. */

@@ -1,7 +1,13 @@
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
 import { isPrivateAddress } from '../../src/domain/privateAddress.js';
+import { silentLogger } from '../../src/common/log.js';
+import type { EventFeed } from '../../src/domain/events.js';
 import { deliveryId, deliveryRequest, hookChanges, retryDelayMs, signature } from '../../src/domain/webhookDelivery.js';
+import { HookWorker } from '../../src/domain/webhookWorker.js';
+import type { KeyStore } from '../../src/storage/keys/keyStore.js';
+import type { OrgRepo } from '../../src/storage/repo/orgRepo.js';
+import type { WebhookRecord } from '../../src/storage/webhooks/webhookFile.js';
 
 const change = (path: string, kind: 'created' | 'updated' | 'deleted') => ({ id: 'i', path, change: kind, commitId: 'c', timestamp: 't' });
 const event = { organizationId: 'default', commitId: 'c'.repeat(40), timestamp: '2026-11-23T00:00:00.000Z', changes: [change('docs/a.md', 'created'), change('notes/b.md', 'updated'), change('docs/c.md', 'deleted')] };
@@ -40,5 +46,39 @@ describe('webhook deliveries (domain)', () => {
       expect(isPrivateAddress(a), a).to.equal(true);
     }
     for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8', '172.32.0.1']) expect(isPrivateAddress(a), a).to.equal(false);
+  });
+});
+
+describe('webhook worker (domain)', () => {
+  it('runs again after a failure, instead of stopping the hook silently until a restart', async function () {
+    this.timeout(10_000);
+    let calls = 0;
+    // The key store fails once (say EMFILE), then answers: the creator is gone, so the hook stops, visibly.
+    const keys = {
+      get: async () => {
+        calls++;
+        if (calls === 1) throw new Error('EMFILE: too many open files');
+        return undefined;
+      },
+    };
+    const hook: WebhookRecord = { id: 'wh_1', url: 'http://example.invalid/', events: ['created'], prefix: null, secret: 's', createdBy: 'key_1', createdAt: '', cursor: 'c', state: 'active', stoppedReason: null, deliveries: [] };
+    let persisted = 0;
+    const errors: string[] = [];
+    const worker = new HookWorker(hook, {
+      repo: { orgId: 'default' } as unknown as OrgRepo,
+      keys: keys as unknown as KeyStore,
+      feed: {} as EventFeed,
+      send: async () => ({ status: 200 }),
+      settings: { retryBaseMs: 1000, timeoutMs: 1000 },
+      clock: () => new Date(),
+      logger: { ...silentLogger, error: (message: string) => errors.push(message) },
+      persist: async () => {
+        persisted++;
+      },
+    });
+    await worker.done;
+    expect(calls).to.equal(2);
+    expect(errors).to.deep.equal(['webhook worker failed; it runs again after a pause']);
+    expect([hook.state, persisted]).to.deep.equal(['stopped', 1]);
   });
 });
