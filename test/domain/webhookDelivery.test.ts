@@ -1,6 +1,8 @@
 import { createHmac } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { isPrivateAddress } from '../../src/domain/privateAddress.js';
+import { webhookSender, type Resolve } from '../../src/app/webhookSender.js';
 import { silentLogger } from '../../src/common/log.js';
 import type { EventFeed } from '../../src/domain/events.js';
 import { deliveryId, deliveryRequest, hookChanges, retryDelayMs, signature } from '../../src/domain/webhookDelivery.js';
@@ -80,5 +82,38 @@ describe('webhook worker (domain)', () => {
     expect(calls).to.equal(2);
     expect(errors).to.deep.equal(['webhook worker failed; it runs again after a pause']);
     expect([hook.state, persisted]).to.deep.equal(['stopped', 1]);
+  });
+});
+
+describe('webhook sender (app)', () => {
+  it('connects only to the addresses it checked: a name that answers a public address, then a private one, gets nowhere', async () => {
+    const { createServer } = await import('node:http');
+    const receiver = createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const port = (receiver.address() as AddressInfo).port;
+    try {
+      // A rebinding name: public at the first lookup, this host at every later one.
+      let lookups = 0;
+      const resolve: Resolve = (_host, callback) => {
+        lookups++;
+        callback(null, [{ address: lookups === 1 ? '93.184.216.34' : '127.0.0.1', family: 4 }]);
+      };
+      const send = webhookSender({ allowPrivate: false, resolve });
+      const attempt = (): Promise<string> =>
+        send({ url: `http://rebind.example:${port}/hook`, headers: {}, body: '{}', timeoutMs: 2000 }).then(
+          (r) => `status ${r.status}`,
+          (err: Error) => err.message,
+        );
+      // The first attempt connects to the public address it checked (unreachable here: it fails, never reaching 127.0.0.1).
+      expect(await attempt()).to.not.equal('status 200');
+      expect(await attempt()).to.equal('rebind.example resolves to a private address (KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE is off)');
+      expect(await send({ url: `http://127.0.0.1:${port}/hook`, headers: {}, body: '{}', timeoutMs: 2000 }).catch((e: Error) => e.message)).to.equal(
+        '127.0.0.1 resolves to a private address (KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE is off)',
+      );
+      // Allowed, the same receiver answers.
+      expect((await webhookSender({ allowPrivate: true })({ url: `http://127.0.0.1:${port}/hook`, headers: {}, body: '{}', timeoutMs: 2000 })).status).to.equal(200);
+    } finally {
+      receiver.close();
+    }
   });
 });
