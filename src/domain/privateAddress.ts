@@ -22,8 +22,10 @@ for (const [net, prefix] of [
   NOT_PUBLIC.addSubnet(net, prefix, 'ipv4');
 }
 for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  // IPv4-compatible (::a.b.c.d, which covers :: and ::1), NAT64 and 6to4: each can carry a private IPv4 address.
+  ['::', 96],
+  ['64:ff9b::', 96],
+  ['2002::', 16],
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
