@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
 import { keyWithId } from '../http/adminApi.js';
-import { api, startTestServer, type TestServer } from '../support/server.js';
-import { API, DESKTOP, getItem, launchBrowser, ok, openDashboard, overflowsHorizontally, PHONE, putItem, shot, signIn, type Browser, type Watched } from './support.js';
+import { api, type TestServer } from '../support/server.js';
+import { API, DESKTOP, getItem, ok, openDashboard, overflowsHorizontally, PHONE, putItem, shot, signedInDashboard, signIn, type Browser } from './support.js';
 
 /** Editing in the dashboard: create, edit (two admins never overwrite each other silently), move, revert, undo a key. */
 
@@ -28,22 +28,12 @@ describe('Dashboard in Chromium: create, edit, move, revert', function () {
 
   let server: TestServer;
   let browser: Browser;
-  let w: Watched;
   let page: Page;
 
-  before(async () => {
-    server = await startTestServer();
-    browser = await launchBrowser();
+  const session = signedInDashboard(async (server) => {
     await putItem(server, server.adminKey, 'docs/guide.md', '# Guide\n\nFirst draft.\n');
-    w = await openDashboard(browser, server);
-    page = w.page;
-    await signIn(page, server.adminKey);
   });
-  afterEach(() => w.check());
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  before(() => ({ server, browser, page } = session));
 
   it('creates an item with a markdown editor and a live preview that renders no raw HTML', async () => {
     await page.getByRole('button', { name: 'New item' }).click();

@@ -2,35 +2,22 @@ import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
 import { DOCX_TYPE, makeDocx, makePdf } from '../support/fileFixtures.js';
-import { startTestServer, type TestServer } from '../support/server.js';
 import { upload } from '../http/fileHelpers.js';
-import { launchBrowser, openDashboard, shot, signIn, type Browser, type Watched } from './support.js';
+import { shot, signedInDashboard } from './support.js';
 
 /** File items in the dashboard: shown with their name, type, size and text; downloaded; uploaded from the browser. */
 describe('Dashboard in Chromium: file items', function () {
   this.timeout(60_000);
-  let server: TestServer;
-  let browser: Browser;
-  let w: Watched;
   let page: Page;
   let pdf: Buffer;
   let docx: Buffer;
 
-  before(async () => {
-    server = await startTestServer();
-    browser = await launchBrowser();
+  const session = signedInDashboard(async (server) => {
     docx = makeDocx({ heading: 'Field guide', paragraphs: ['Tapirs are shy.'] });
     expect((await upload(server, server.adminKey, 'guides/field.docx', docx, DOCX_TYPE, { 'X-File-Name': 'Field Guide.docx' })).status).to.equal(200);
     pdf = await makePdf('Annual tapir census');
-    w = await openDashboard(browser, server);
-    page = w.page;
-    await signIn(page, server.adminKey);
   });
-  afterEach(() => w.check());
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  before(() => ({ page } = session));
 
   it('shows a file item: name, type, size, its extracted text rendered, and downloads the original', async () => {
     await page.locator('.tree a[data-path="guides/field.docx"]').click();

@@ -1,32 +1,21 @@
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
-import { api, startTestServer, type TestServer } from '../support/server.js';
-import { API, getItem, launchBrowser, ok, openDashboard, putItem, shot, signIn, type Browser, type Watched } from './support.js';
+import { api, type TestServer } from '../support/server.js';
+import { API, getItem, ok, putItem, shot, signedInDashboard } from './support.js';
 
 describe('Dashboard in Chromium: folder rules', function () {
   this.timeout(60_000);
 
   let server: TestServer;
-  let browser: Browser;
-  let w: Watched;
   let page: Page;
   let reader: string;
 
-  before(async () => {
-    server = await startTestServer();
-    browser = await launchBrowser();
+  const session = signedInDashboard(async (server) => {
     reader = await server.key('reader');
     await putItem(server, server.adminKey, 'board/minutes.md', '# Minutes\n');
     await putItem(server, server.adminKey, 'docs/guide.md', '# Guide\n');
-    w = await openDashboard(browser, server);
-    page = w.page;
-    await signIn(page, server.adminKey);
   });
-  afterEach(() => w.check());
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  before(() => ({ server, page } = session));
 
   it('says when no folder has a rule', async () => {
     await page.getByRole('link', { name: 'Folder rules' }).click();

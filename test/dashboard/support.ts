@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { buildDashboard } from '../../src/dashboard/build.js';
 import { checkResponse } from '../support/openapiCheck.js';
-import { api, type ApiResponse, type TestServer } from '../support/server.js';
+import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
 import { tmpDir } from '../support/tmp.js';
 
 /**
@@ -186,4 +186,35 @@ export function deleteItem(server: TestServer, key: string, path: string): Promi
 
 export function getItem(server: TestServer, key: string, path: string): Promise<ApiResponse> {
   return api(`${server.url}${API}/items/${path}`, { key });
+}
+
+/** What a signed-in dashboard suite works with (filled in by its `before` hook). */
+export interface DashboardSession {
+  server: TestServer;
+  browser: Browser;
+  w: Watched;
+  page: Page;
+}
+
+/**
+ * The hooks a dashboard suite starts with: a test server, seeded by `seed` before the page opens, Chromium,
+ * one tab on the dashboard signed in with the admin key, and every test's stray requests and page errors
+ * checked after it (Watched.check). Returns the session, whose fields are there once the hooks have run.
+ */
+export function signedInDashboard(seed: (server: TestServer) => Promise<void> = async () => undefined): DashboardSession {
+  const session = {} as DashboardSession;
+  before(async () => {
+    session.server = await startTestServer();
+    session.browser = await launchBrowser();
+    await seed(session.server);
+    session.w = await openDashboard(session.browser, session.server);
+    session.page = session.w.page;
+    await signIn(session.page, session.server.adminKey);
+  });
+  afterEach(() => session.w.check());
+  after(async () => {
+    await session.browser?.close();
+    await session.server?.close();
+  });
+  return session;
 }

@@ -1,31 +1,19 @@
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
-import { api, startTestServer, type TestServer } from '../support/server.js';
-import { API, deleteItem, getItem, inPage, launchBrowser, ok, openDashboard, putItem, shot, signIn, type Browser, type Watched } from './support.js';
+import { api, type TestServer } from '../support/server.js';
+import { API, deleteItem, getItem, inPage, ok, putItem, shot, signedInDashboard } from './support.js';
 
 describe('Dashboard in Chromium: the trash, restore and purge', function () {
   this.timeout(60_000);
 
   let server: TestServer;
-  let browser: Browser;
-  let w: Watched;
   let page: Page;
-
   const trashRow = (path: string) => page.locator('table.trash tbody tr', { hasText: path });
 
-  before(async () => {
-    server = await startTestServer();
-    browser = await launchBrowser();
+  const session = signedInDashboard(async (server) => {
     await putItem(server, server.adminKey, 'docs/keep.md', '# Keep\n');
-    w = await openDashboard(browser, server);
-    page = w.page;
-    await signIn(page, server.adminKey);
   });
-  afterEach(() => w.check());
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  before(() => ({ server, page } = session));
 
   it('says the trash is empty when it is', async () => {
     await page.getByRole('link', { name: 'Trash' }).click();
