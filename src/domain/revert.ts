@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from '../common/clock.js';
 import { isKnowledgeError } from '../common/errors.js';
+import { mapLimit } from '../storage/fs/durable.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import { isObjectId } from '../storage/git/objectFormat.js';
 import { itemChanges, type HistoryEntry, type ItemChange } from '../storage/repo/historyLog.js';
@@ -87,7 +88,7 @@ export async function revertChanges(args: {
     throw new InvalidInput({ reason: `the revert would change ${touched.length} items, more than ${MAX_REVERT_ITEMS}: revert a shorter time` });
   }
   // History does not change: read before queueing, a few items at a time, so the queue is never held by git reads.
-  const undos = await mapPooled(touched, READS_AT_ONCE, async ([id, changes]): Promise<ItemUndo> => {
+  const undos = await mapLimit(touched, READS_AT_ONCE, async ([id, changes]): Promise<ItemUndo> => {
     const first = changes[0] as { entry: HistoryEntry; change: ItemChange };
     const last = changes[changes.length - 1] as { entry: HistoryEntry; change: ItemChange };
     const later = repo.history.itemHistory(id);
@@ -148,20 +149,6 @@ function oneCommit(repo: OrgRepo, commitId: string): { commits: HistoryEntry[]; 
   if (purged) throw new InvalidInput({ reason: `commit ${commitId} purged ${purged.path}: a purge cannot be reverted (the item's history ended there)` });
   const title = entry.message.split('\n')[0] ?? '';
   return { commits: [entry], summary: `Revert "${title}"\n\nThis reverts commit ${commitId}.` };
-}
-
-/** `fn` over `items`, at most `limit` running at once; results in the items' order. */
-async function mapPooled<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
 
 /** How many commits a key revert's message lists by id (the rest are counted). */

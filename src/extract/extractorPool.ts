@@ -3,6 +3,7 @@ import { extname } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { Slots } from '../common/slots.js';
 import type { ExtractKind, ExtractLimits } from './extractors.js';
 import type { ExtractAnswer, ExtractJob } from './extractWorker.js';
 
@@ -40,28 +41,19 @@ function workerScript(): { script: URL | string; eval: boolean } {
  * outlives it.
  */
 export class ExtractorPool {
-  private running = 0;
-  private readonly waiting: Array<() => void> = [];
-  private readonly concurrency: number;
+  private readonly slots: Slots;
 
   constructor(private readonly settings: ExtractorSettings) {
-    this.concurrency = Math.max(1, settings.concurrency ?? availableParallelism());
+    this.slots = new Slots(Math.max(1, settings.concurrency ?? availableParallelism()));
   }
 
   /** Extractions queued behind the running ones. */
   get queued(): number {
-    return this.waiting.length;
+    return this.slots.queued;
   }
 
-  async extract(args: { bytes: Uint8Array; kind: ExtractKind }): Promise<{ text: string; blobOid: string }> {
-    if (this.running >= this.concurrency) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.running++;
-    try {
-      return await this.run(args);
-    } finally {
-      this.running--;
-      this.waiting.shift()?.();
-    }
+  extract(args: { bytes: Uint8Array; kind: ExtractKind }): Promise<{ text: string; blobOid: string }> {
+    return this.slots.run(() => this.run(args));
   }
 
   private run(job: ExtractJob): Promise<{ text: string; blobOid: string }> {

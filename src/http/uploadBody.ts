@@ -115,35 +115,3 @@ function receiveMultipart(req: IncomingMessage, limit: number): Promise<Received
     req.pipe(parser);
   });
 }
-
-/**
- * Uploads read into memory at once (each up to the file limit): the others wait for a slot before a
- * byte of their body is read, their bytes held back by TCP in the kernel, so a burst of large uploads
- * costs at most `size` bodies of memory, not one per request.
- */
-export class UploadSlots {
-  private free: number;
-  private readonly waiting: Array<() => void> = [];
-
-  constructor(readonly size: number) {
-    this.free = size;
-  }
-
-  /** Uploads waiting for a slot. */
-  get queued(): number {
-    return this.waiting.length;
-  }
-
-  /** Runs `fn` holding a slot (waiting for one first, in arrival order). */
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.free > 0) this.free--;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    try {
-      return await fn();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.free++;
-    }
-  }
-}

@@ -2,14 +2,14 @@ import { expect } from 'chai';
 import { connect, type Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { createLogger } from '../../src/common/log.js';
-import { UploadSlots } from '../../src/http/uploadBody.js';
+import { Slots } from '../../src/common/slots.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { FILES, upload } from './fileHelpers.js';
 
 /** The uploads held in memory at once: the rest wait, in order, before their bodies are read. */
-describe('http/UploadSlots', () => {
+describe('common/Slots', () => {
   it('runs at most `size` at once; the next starts when one ends, in arrival order', async () => {
-    const slots = new UploadSlots(2);
+    const slots = new Slots(2);
     const started: number[] = [];
     const finish: Array<() => void> = [];
     const runs = [0, 1, 2, 3].map((i) =>
@@ -34,7 +34,7 @@ describe('http/UploadSlots', () => {
   });
 
   it('frees the slot when the upload fails', async () => {
-    const slots = new UploadSlots(1);
+    const slots = new Slots(1);
     await slots.run(() => Promise.reject(new Error('refused'))).catch(() => undefined);
     expect(await slots.run(() => Promise.resolve('next'))).to.equal('next');
   });

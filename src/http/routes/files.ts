@@ -1,15 +1,16 @@
 import { availableParallelism } from 'node:os';
 import Router from '@koa/router';
+import { Slots } from '../../common/slots.js';
 import { getFile, putFile } from '../../domain/files.js';
 import { API_PREFIX, pathAfter, requirePermission, type RouteDeps } from './common.js';
 import { formatEtag, parseEtagCondition, presentItem } from '../presenters.js';
 import type { AppState } from '../state.js';
-import { receiveUpload, refuseEarly, UploadSlots } from '../uploadBody.js';
+import { receiveUpload, refuseEarly } from '../uploadBody.js';
 import { validateQuery } from '../validation.js';
 
 const FILES_PREFIX = `${API_PREFIX}/files`;
 
-/** Uploads held in memory at once, from body to commit (see UploadSlots); two per core keeps extraction busy. */
+/** Uploads held in memory at once, from body to commit (see Slots); two per core keeps extraction busy. */
 const UPLOADS_IN_MEMORY = 2 * availableParallelism();
 
 /**
@@ -20,7 +21,7 @@ const UPLOADS_IN_MEMORY = 2 * availableParallelism();
 export function fileRoutes(options: Pick<RouteDeps, 'maxFileBytes' | 'extractor' | 'clock'>): Router<AppState> {
   const router = new Router<AppState>();
   const route = `${FILES_PREFIX}{/*path}`;
-  const slots = new UploadSlots(UPLOADS_IN_MEMORY);
+  const slots = new Slots(UPLOADS_IN_MEMORY);
 
   router.put(route, requirePermission('knowledge:write'), async (ctx) => {
     validateQuery.none(ctx.query);

@@ -1,5 +1,5 @@
 import { errnoCode } from '../../common/errors.js';
-import { writeFileDurable } from '../fs/durable.js';
+import { pathExists, writeFileDurable } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
 
 /** One try at delivering: when, the receiver's status (null: no answer), and why it failed. */
@@ -61,14 +61,8 @@ export class WebhookFile {
     this.path = `${gitdir}/knowledge-webhooks.json`;
   }
 
-  async exists(): Promise<boolean> {
-    try {
-      await this.fs.stat(this.path);
-      return true;
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return false;
-      throw err;
-    }
+  exists(): Promise<boolean> {
+    return pathExists(this.fs, this.path);
   }
 
   async read(): Promise<WebhookRecord[]> {
