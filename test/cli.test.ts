@@ -22,7 +22,7 @@ import { tmpDir } from './support/tmp.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli/main.js');
-const KEY = /^ks_[A-Za-z0-9_-]{43}$/;
+const KEY = /^ks_[a-z0-9-]+_[A-Za-z0-9_-]{43}$/;
 const fs = nodeFs as unknown as FsPromises;
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 
@@ -63,7 +63,7 @@ async function fails(args: string[], message?: RegExp): Promise<Run> {
 
 /** The one line a create command prints: the key. */
 function onlyKey(stdout: string): string {
-  expect(stdout).to.match(/^ks_[A-Za-z0-9_-]{43}\n$/);
+  expect(stdout).to.match(/^ks_[a-z0-9-]+_[A-Za-z0-9_-]{43}\n$/);
   const key = stdout.trim();
   expect(key).to.match(KEY);
   return key;
@@ -215,9 +215,9 @@ describe('cli (knowledge-store as a child process)', function () {
       for (const k of listed) expect(k).not.to.have.property('hash');
       for (const out of [text, json]) {
         expect(out).not.to.include(secret);
-        expect(out).not.to.include(secret.slice(3));
+        expect(out).not.to.include(secret.slice(-43));
         expect(out).not.to.include(sha256(secret));
-        expect(out).not.to.include(onlyKey(acmeKey.stdout).slice(3));
+        expect(out).not.to.include(onlyKey(acmeKey.stdout).slice(-43));
         expect(out).not.to.include(sha256(onlyKey(acmeKey.stdout)));
       }
     });
