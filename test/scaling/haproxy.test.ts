@@ -186,8 +186,8 @@ describe('scaling: HAProxy routes each organization to its node (scripts/haproxy
     await call('changesSince', await json('/changes'));
     const created = (await call('createKey', await json('/keys', 'POST', { name: 'bot', role: 'reader' }))) as ApiResponse;
     await call('listKeys', await json('/keys'));
-    const bot = created.body?.data as { key: { id: string } | undefined; keyId?: string } | undefined;
-    await call('revokeKey', await json(`/keys/${bot?.key?.id ?? bot?.keyId}`, 'DELETE'));
+    const bot = (created.body?.data as { key: { id: string } }).key;
+    await call('revokeKey', await json(`/keys/${bot.id}`, 'DELETE'));
     await call('putFile', await api(u('/files/docs/readme.txt'), { method: 'PUT', key, body: 'a file through the proxy', headers: { 'Content-Type': 'text/plain' } }));
     const file = await fetch(u('/files/docs/readme.txt'), { headers: bearer(key) });
     expect(await (await call('getFile', file) as Response).text()).to.equal('a file through the proxy');
