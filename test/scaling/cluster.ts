@@ -52,9 +52,9 @@ export async function createOrg(dataDir: string, orgId: string): Promise<string>
   return (JSON.parse(r.stdout) as { key: string }).key;
 }
 
-export async function startNode(name: NodeName, dataDir: string): Promise<Node> {
+export async function startNode(name: NodeName, dataDir: string, args: string[] = []): Promise<Node> {
   // Behind one proxy: the client address is the one HAProxy adds to X-Forwarded-For (option forwardfor).
-  const serve = await spawnServe(dataDir, 20_000, {}, ['--trust-proxy', '1']);
+  const serve = await spawnServe(dataDir, 20_000, {}, ['--trust-proxy', '1', ...args]);
   return { name, dataDir, serve };
 }
 

@@ -78,7 +78,13 @@ describe('scaling: failover of an organization to another node (README runbook)'
     expect(down.status, 'acme is down, not answered by another node').to.equal(503);
     await down.arrayBuffer();
 
-    // The runbook: restore on B (beside its running server), move the map line, reload.
+    // The runbook: hold acme's requests (503, whatever node is up), restore on B beside its running server,
+    // move the map line, reload.
+    await writeFile(proxy.orgMap, 'acme maintenance\nother node-b\n');
+    await proxy.reload();
+    const held = await fetch(`${proxy.url}${API}`, { headers: { 'X-API-Key': adminKey } });
+    expect(held.status).to.equal(503);
+    await held.arrayBuffer();
     const restored = await runCli(['org', 'import', 'acme', '--from', mirror, '--keys', keysFile, '--data-dir', b.dataDir, '--json']);
     expect(restored.code, restored.stderr).to.equal(0);
     expect(JSON.parse(restored.stdout)).to.deep.include({ orgId: 'acme', items: 2, trashed: 0 });
