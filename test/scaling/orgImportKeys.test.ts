@@ -55,8 +55,8 @@ describe('scaling: org import --keys refuses a wrong key file', function () {
   it('imports the repository but none of its keys when a key id is taken here by a different key, and says so', async () => {
     const b = join(work.dir, 'b2');
     await createOrg(b, 'other');
-    const acme = JSON.parse(await readFile(keysFile, 'utf8')) as { keys: Array<Record<string, unknown>> };
-    const taken = { ...acme.keys[0], orgId: 'other', hash: 'f'.repeat(64) };
+    const acme = JSON.parse(await readFile(keysFile, 'utf8')) as { keys: Array<{ id: string } & Record<string, unknown>> };
+    const taken = { ...(acme.keys[0] as { id: string }), orgId: 'other', hash: 'f'.repeat(64) };
     const clash = join(work.dir, 'clash.json');
     await writeFile(clash, JSON.stringify({ kind: 'knowledge-store-keys', version: 1, orgId: 'other', exportedAt: new Date().toISOString(), keys: [taken] }));
     expect((await runCli(['key', 'import', 'other', '--file', clash, '--data-dir', b])).code).to.equal(0);
@@ -65,7 +65,7 @@ describe('scaling: org import --keys refuses a wrong key file', function () {
     const run = await runCli(['org', 'import', 'acme', '--from', mirror, '--keys', keysFile, '--data-dir', b]);
     expect(run.code).to.equal(1);
     expect(run.stderr).to.include('Organization acme was imported, but not its keys');
-    expect(run.stderr).to.include(`Key ${String(taken.id)} already exists here and differs`);
+    expect(run.stderr).to.include(`Key ${taken.id} already exists here and differs`);
     expect(run.stderr).to.include('key import acme');
     expect(await exists(join(b, 'orgs', 'acme.git', 'HEAD'))).to.equal(true);
     expect(await readFile(join(b, 'keys.json'), 'utf8')).to.equal(before);
