@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { hashSecret } from '../../src/domain/keys.js';
 import { ensureBuilt, killAllChildren, runCli } from '../support/child.js';
 import { api } from '../support/server.js';
 import { tmpDir } from '../support/tmp.js';
@@ -44,7 +44,7 @@ describe('scaling: failover of an organization to another node (README runbook)'
     b = await startNode('node-b', join(work.dir, 'b'));
     // A key made before keys named their organization: it must survive the move too.
     const legacyKey = `ks_${Buffer.alloc(32, 0x33).toString('base64url')}`;
-    const legacyRecord = { id: 'key_000000000000ac3e', orgId: 'acme', name: 'old', role: 'reader', hash: sha256(legacyKey), createdAt: '2024-01-01T00:00:00.000Z', revokedAt: null, lastUsedAt: null };
+    const legacyRecord = { id: 'key_000000000000ac3e', orgId: 'acme', name: 'old', role: 'reader', hash: hashSecret(legacyKey), createdAt: '2024-01-01T00:00:00.000Z', revokedAt: null, lastUsedAt: null };
     const legacyFile = join(work.dir, 'legacy.json');
     await writeFile(legacyFile, JSON.stringify({ kind: 'knowledge-store-keys', version: 1, orgId: 'acme', exportedAt: '2024-01-01T00:00:00.000Z', keys: [legacyRecord] }));
     const added = await runCli(['key', 'import', 'acme', '--file', legacyFile, '--data-dir', a.dataDir]);
@@ -116,7 +116,3 @@ describe('scaling: failover of an organization to another node (README runbook)'
     expect(await readFile(join(clone, 'notes/three.md'), 'utf8')).to.include('on B');
   });
 });
-
-function sha256(s: string): string {
-  return createHash('sha256').update(s, 'utf8').digest('hex');
-}

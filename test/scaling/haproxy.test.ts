@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { hashSecret } from '../../src/domain/keys.js';
 import { operations } from '../../src/http/openapi/document.js';
 import { ensureBuilt, killAllChildren, runCli } from '../support/child.js';
 import { api, type ApiResponse } from '../support/server.js';
@@ -48,7 +48,7 @@ describe('scaling: HAProxy routes each organization to its node (scripts/haproxy
     // added through `key import`, routed through its SHA-256 in the legacy map built from `key export`.
     legacyKey = `ks_${Buffer.alloc(32, 0x5a).toString('base64url')}`;
     const legacyFile = join(work.dir, 'legacy.json');
-    const record = { id: 'key_00000000000000be', orgId: 'beta', name: 'old', role: 'reader', hash: sha256(legacyKey), createdAt: '2024-01-01T00:00:00.000Z', revokedAt: null, lastUsedAt: null };
+    const record = { id: 'key_00000000000000be', orgId: 'beta', name: 'old', role: 'reader', hash: hashSecret(legacyKey), createdAt: '2024-01-01T00:00:00.000Z', revokedAt: null, lastUsedAt: null };
     await writeFile(legacyFile, JSON.stringify({ kind: 'knowledge-store-keys', version: 1, orgId: 'beta', exportedAt: '2024-01-01T00:00:00.000Z', keys: [record] }));
     const imported = await runCli(['key', 'import', 'beta', '--file', legacyFile, '--data-dir', node('node-b').dataDir]);
     expect(imported.code, imported.stderr).to.equal(0);
@@ -259,7 +259,3 @@ describe('scaling: HAProxy routes each organization to its node (scripts/haproxy
     expect(missing, 'operations not tried through the proxy').to.deep.equal([]);
   });
 });
-
-function sha256(s: string): string {
-  return createHash('sha256').update(s, 'utf8').digest('hex');
-}
