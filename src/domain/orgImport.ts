@@ -1,12 +1,11 @@
 import { KnowledgeError } from '../common/errors.js';
 import { hideCredentials } from '../common/redact.js';
-import type { KeyStore } from '../storage/keys/keyStore.js';
+import type { KeyRecord, KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
 import { InvalidInput } from './errors.js';
 import { STORE_RULES } from './integrity.js';
 import { createKey } from './keys.js';
 import { addKeys, type KeyImportResult } from './keyTransfer.js';
-import type { KeyRecord } from '../storage/keys/keyStore.js';
 import { validateOrgId } from './orgs.js';
 
 export class ImportRefused extends KnowledgeError<{ problems: string[] }> {
