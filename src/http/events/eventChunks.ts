@@ -2,6 +2,9 @@ import { seenAs, type EventFeed } from '../../domain/events.js';
 import type { Actor } from '../../domain/keys.js';
 import type { OrgRepo } from '../../storage/repo/orgRepo.js';
 
+/** What a stream walks the commits with (the EventFeed). */
+export type EventWalker = Pick<EventFeed, 'walk'>;
+
 /** Commits walked per turn: a listener far behind catches up in turns, each bounded in time and memory. */
 export const WALK_TURN = 64;
 
@@ -23,7 +26,7 @@ export interface EventChunk {
  * longer fit `room` bytes (the event that crosses it is kept: a turn always moves on). Null when `stop`
  * says so midway (the client went): nothing is to be written then.
  */
-export async function walkChunk(args: { feed: EventFeed; repo: OrgRepo; actor: Actor; cursor: string | null; room: number; stop?: () => boolean }): Promise<EventChunk | null> {
+export async function walkChunk(args: { feed: EventWalker; repo: OrgRepo; actor: Actor; cursor: string | null; room: number; stop?: () => boolean }): Promise<EventChunk | null> {
   const { feed, repo, actor, room } = args;
   const parts: Buffer[] = [];
   let size = 0;
@@ -78,7 +81,7 @@ export class SharedChunks {
   private bytes = 0;
 
   constructor(
-    private readonly feed: EventFeed,
+    private readonly feed: EventWalker,
     private readonly bufferBytes: number,
   ) {}
 
