@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { expect } from 'chai';
 import { createKey } from '../../src/domain/keys.js';
 import { SseClient } from '../support/sse.js';
@@ -105,4 +106,32 @@ describe('HTTP events: streams sharing a wake-up', function () {
     const all = ((await api(urlOf(server, `/changes?since=${since}`), { key: admin })).body?.data as { changes: Array<{ commitId: string }> }).changes;
     expect(ids(fast)).to.deep.equal([...new Set(all.map((c) => c.commitId))]);
   });
+
+  it('an HTTP/1.0 client (no chunked encoding) gets the same events, unframed', async () => {
+    const admin = server.adminKey;
+    const { hostname, port, pathname } = new URL(urlOf(server, '/events'));
+    const socket = net.connect(Number(port), hostname);
+    let raw = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (raw += d));
+    socket.write(`GET ${pathname} HTTP/1.0\r\nHost: ${hostname}\r\nAuthorization: Bearer ${admin}\r\n\r\n`);
+    const until = async (ok: () => boolean): Promise<void> => {
+      for (const deadline = Date.now() + 10_000; !ok(); await new Promise((r) => setTimeout(r, 20))) if (Date.now() > deadline) throw new Error(`timed out; got ${raw}`);
+    };
+    try {
+      await until(() => raw.includes(': connected'));
+      // Alongside a chunked stream, so that the turn is shared (and framed) for one and written as is for the other.
+      const chunked = await open(admin);
+      expect((await put(server, admin, 'http10/a.md', { content: 'a' })).status).to.equal(200);
+      const commit = await head(server);
+      await chunked.waitFor(1);
+      await until(() => raw.includes('\n\n', raw.indexOf(`id: ${commit}\n`)));
+      expect(raw).to.match(/^HTTP\/1\.1 200 /);
+      expect(raw.toLowerCase()).to.not.include('transfer-encoding: chunked');
+      const body = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+      expect(body).to.equal(`retry: 2000\n: connected\n\nid: ${commit}\ndata: ${chunked.events[0]?.data}\n\n`);
+    } finally {
+      socket.destroy();
+    }
+  });
 });
+

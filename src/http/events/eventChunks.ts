@@ -50,6 +50,23 @@ export async function walkChunk(args: { feed: EventWalker; repo: OrgRepo; actor:
   return { bytes: parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size), lastSent, cursor, walked, full };
 }
 
+const framedTurns = new WeakMap<EventChunk, Buffer>();
+
+/**
+ * The turn as one HTTP/1.1 chunk (`<size in hex>\r\n<bytes>\r\n`), made once per turn however many streams
+ * write it: what res.write would frame again for each stream, in three corked writes.
+ */
+export function chunkFrame(turn: EventChunk): Buffer {
+  let framed = framedTurns.get(turn);
+  if (!framed) {
+    framed = Buffer.concat([Buffer.from(`${turn.bytes.length.toString(16)}\r\n`), turn.bytes, CRLF]);
+    framedTurns.set(turn, framed);
+  }
+  return framed;
+}
+
+const CRLF = Buffer.from('\r\n');
+
 /** Bytes of shared turns kept at once (all organizations): past it, a turn is walked for its one stream. */
 const SHARED_BYTES = 8 * 1024 * 1024;
 
