@@ -124,7 +124,8 @@ describe('HTTP events: streams sharing a wake-up', function () {
       expect((await put(server, admin, 'http10/a.md', { content: 'a' })).status).to.equal(200);
       const commit = await head(server);
       await chunked.waitFor(1);
-      await until(() => raw.includes('\n\n', raw.indexOf(`id: ${commit}\n`)));
+      // The whole event: its id line, then the blank line that ends it.
+      await until(() => raw.includes(`id: ${commit}\n`) && raw.endsWith('\n\n'));
       expect(raw).to.match(/^HTTP\/1\.1 200 /);
       expect(raw.toLowerCase()).to.not.include('transfer-encoding: chunked');
       const body = raw.slice(raw.indexOf('\r\n\r\n') + 4);

@@ -108,10 +108,11 @@ export async function serveEventStream(args: {
 }
 
 /**
- * Writes a turn. On an idle chunked stream it goes to the socket as one ready-framed Buffer (shared by every
- * stream of the turn: see chunkFrame): one write call and no per-stream framing; the fan-out's cost per
- * stream is then little more than the system call. Otherwise (bytes queued, or a response not chunked, as
- * for an HTTP/1.0 client) through res.write, which frames it itself. Both go to the same socket, in order.
+ * Writes a turn. On a chunked stream whose response holds nothing of its own (every byte it wrote is in the
+ * socket's hands), it goes to the socket as one ready-framed Buffer (shared by every stream of the turn: see
+ * chunkFrame): one write call and no per-stream framing; the fan-out's cost per stream is then little more
+ * than the system call. Otherwise (a response not chunked, as for an HTTP/1.0 client, or one still holding
+ * output) through res.write, which frames it itself. Both go to the same socket, in order.
  */
 function send(res: ServerResponse, turn: EventChunk): void {
   const socket = res.socket;
