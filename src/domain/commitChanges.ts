@@ -65,8 +65,9 @@ export async function loadCommitChanges(repo: OrgRepo, entry: HistoryEntry, know
   for (const change of changes) {
     const from = change.from ?? change.path;
     const before = knownBefore(repo, entry, change, known) ?? (await repo.readAt(parent, from))?.record ?? null;
-    const after = todaysAfter(repo, entry, change) ?? (await repo.readAt(entry.commitId, change.path))?.record ?? null;
-    known?.set(`${repo.orgId}:${entry.commitId}:${change.path}`, after);
+    const afterKey = `${repo.orgId}:${entry.commitId}:${change.path}`;
+    const after = known?.has(afterKey) ? (known.get(afterKey) ?? null) : (todaysAfter(repo, entry, change) ?? (await repo.readAt(entry.commitId, change.path))?.record ?? null);
+    known?.set(afterKey, after);
     base.items.push({
       change,
       before: { record: before ?? undefined, rules: await rulesBefore(from) },
@@ -104,7 +105,31 @@ function rulesAreToday(repo: OrgRepo, entry: HistoryEntry): boolean {
 
 /** The item's record just after the commit, from today's index when the commit is the head and the item's last change. */
 function todaysAfter(repo: OrgRepo, entry: HistoryEntry, change: ItemChange): ItemRecord | null | undefined {
-  if (repo.headCommit !== entry.commitId || repo.history.itemHistory(change.id).at(-1)?.commitId !== entry.commitId) return undefined;
+  return repo.headCommit === entry.commitId ? lastAfter(repo, entry, change) : undefined;
+}
+
+/**
+ * Notes the records just after each commit of a batch as it is published, while they are today's index:
+ * listeners are woken up to 50 ms later (see `coalesced` in events.ts), when the head has moved on and
+ * `todaysAfter` no longer applies; without this each commit's records were read back from git (~1 ms of
+ * the event loop per commit, with a single listener). A few map look-ups per item: done only for an
+ * organization that has listeners.
+ */
+export function rememberPublished(repo: OrgRepo, commits: readonly HistoryEntry[], known: KnownRecords): void {
+  for (const entry of commits) {
+    for (const change of entry.items ?? (entry.item ? [entry.item] : [])) {
+      const after = lastAfter(repo, entry, change);
+      if (after !== undefined) known.set(`${repo.orgId}:${entry.commitId}:${change.path}`, after);
+    }
+  }
+}
+
+/**
+ * The item's record just after the commit, from today's index, when that commit is the item's last change
+ * and the index is the history's head (so nothing since moved, changed or purged the item).
+ */
+function lastAfter(repo: OrgRepo, entry: HistoryEntry, change: ItemChange): ItemRecord | null | undefined {
+  if (repo.headCommit !== repo.history.head || repo.history.itemHistory(change.id).at(-1)?.commitId !== entry.commitId) return undefined;
   const now = repo.get(change.path);
   if (now?.record.id === change.id) return now.record;
   return now === undefined && change.action === 'purge' ? null : undefined;

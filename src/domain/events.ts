@@ -2,7 +2,7 @@ import type { HistoryEntry } from '../storage/repo/historyLog.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { requireRole } from './access.js';
 import type { ChangeView } from './changes.js';
-import { loadCommitChanges, visibleChanges, type CommitChanges, type KnownRecords } from './commitChanges.js';
+import { loadCommitChanges, rememberPublished, visibleChanges, type CommitChanges, type KnownRecords } from './commitChanges.js';
 import { requireOwnCommit } from './history.js';
 import type { Actor } from './keys.js';
 
@@ -26,7 +26,7 @@ export interface WalkedCommit {
  * What decides what a key sees of a commit: its role and its scopes (canSee reads nothing else). Listeners
  * alike share one filtered event and one JSON text: 200 agents on one key cost one filter, not 200.
  */
-function seenAs(actor: Actor): string {
+export function seenAs(actor: Actor): string {
   return `${actor.role}|${actor.scopes?.join('\n') ?? '*'}`;
 }
 
@@ -113,7 +113,16 @@ export class EventFeed {
       set = listeners;
       this.listeners.set(repo, listeners);
       // Told after the history log (added first, at open): a woken listener finds the new commits there.
-      repo.addView({ name: 'event stream', published: coalesced(() => wakeInTurns([...listeners], 0)) });
+      const wake = coalesced(() => wakeInTurns([...listeners], 0));
+      repo.addView({
+        name: 'event stream',
+        published: (batch) => {
+          if (listeners.size === 0) return;
+          rememberPublished(repo, batch.commits, this.known);
+          this.trimKnown();
+          wake();
+        },
+      });
     }
     const listeners = set;
     listeners.add(wake);
@@ -147,11 +156,7 @@ export class EventFeed {
     const kept = this.facts.get(key);
     if (kept) return kept;
     const facts = loadCommitChanges(repo, entry, this.known);
-    // Oldest first out: the records a live stream needs next are the newest.
-    for (const old of this.known.keys()) {
-      if (this.known.size <= FACTS_KEPT) break;
-      this.known.delete(old);
-    }
+    this.trimKnown();
     const slot: Slot = { facts, size: 1, seen: new Map() };
     this.facts.set(key, slot);
     facts.then(
@@ -170,6 +175,14 @@ export class EventFeed {
     this.kept += 1;
     this.evict();
     return slot;
+  }
+
+  private trimKnown(): void {
+    // Oldest first out: the records a live stream needs next are the newest.
+    for (const old of this.known.keys()) {
+      if (this.known.size <= FACTS_KEPT) break;
+      this.known.delete(old);
+    }
   }
 
   private evict(): void {

@@ -3,10 +3,8 @@ import { Waker } from '../../common/waker.js';
 import type { EventFeed } from '../../domain/events.js';
 import type { Actor } from '../../domain/keys.js';
 import type { OrgRepo } from '../../storage/repo/orgRepo.js';
+import { chunkFrame, WALK_TURN, walkChunk, type EventChunk, type SharedChunks } from './eventChunks.js';
 import type { EventStreamSettings } from './streamLimits.js';
-
-/** Commits walked per turn: a listener far behind catches up in turns, each bounded in time and memory. */
-const WALK_TURN = 64;
 
 /** How long an ended stream's last bytes may wait for a slow client before its socket is destroyed. */
 const FINAL_FLUSH_MS = 60_000;
@@ -28,6 +26,8 @@ export type EndReason = 'slow-reader' | 'key-revoked' | 'server-stopping';
 export async function serveEventStream(args: {
   res: ServerResponse;
   feed: EventFeed;
+  /** The turns shared by streams alike (one per server: see SharedChunks). */
+  chunks: SharedChunks;
   repo: OrgRepo;
   actor: Actor;
   cursor: string | null;
@@ -37,7 +37,7 @@ export async function serveEventStream(args: {
   /** Counts the stream (see EventStreams.acquire); `end` ends it early. Returns the release. */
   register: (end: () => void) => () => void;
 }): Promise<void> {
-  const { res, feed, repo, actor, settings } = args;
+  const { res, feed, chunks, repo, actor, settings } = args;
   let cursor = args.cursor;
   let lastSent: string | null = null;
   let ended = false;
@@ -82,32 +82,22 @@ export async function serveEventStream(args: {
         finish('key-revoked');
         break;
       }
-      let full = false;
-      let walked = 0;
       // The events of one turn go out in one socket write: one write per listener per wake-up, not per commit.
-      let chunk = '';
-      let chunkLast: string | null = null;
-      let chunkCursor = cursor;
-      for await (const { commitId, json } of feed.walk({ repo, actor, cursor })) {
-        if (ended) break;
-        if (json !== null) {
-          chunk += `id: ${commitId}\ndata: ${json}\n\n`;
-          chunkLast = commitId;
-        }
-        chunkCursor = commitId;
-        full = res.writableLength + chunk.length > settings.bufferBytes;
-        if (full || ++walked === WALK_TURN) break;
-      }
-      // Ended meanwhile (client gone, server stopping): the chunk is dropped, so `lastSent` names only what was written.
-      if (ended) break;
-      if (chunk !== '') res.write(chunk);
-      if (chunkLast !== null) lastSent = chunkLast;
-      cursor = chunkCursor;
-      if (full) {
+      // An idle socket (every reader that keeps up) takes the turn shared by the streams alike at its commit.
+      const turn =
+        res.writableLength === 0
+          ? await chunks.next({ repo, actor, cursor })
+          : await walkChunk({ feed, repo, actor, cursor, room: settings.bufferBytes - res.writableLength, stop: () => ended });
+      // Ended meanwhile (client gone, server stopping): the turn is dropped, so `lastSent` names only what was written.
+      if (ended || !turn) break;
+      if (turn.bytes.length > 0) send(res, turn);
+      if (turn.lastSent !== null) lastSent = turn.lastSent;
+      cursor = turn.cursor;
+      if (turn.full) {
         if (!(await drained(res, settings.slowReaderMs))) finish('slow-reader');
         continue;
       }
-      if (walked === WALK_TURN) continue;
+      if (turn.walked === WALK_TURN) continue;
       await waker.wait();
     }
   } finally {
@@ -117,19 +107,39 @@ export async function serveEventStream(args: {
   }
 }
 
-/** True once the socket's buffer has drained, false after `ms` (or when the client went). */
+/**
+ * Writes a turn. On a chunked stream whose response holds nothing of its own (every byte it wrote is in the
+ * socket's hands), it goes to the socket as one ready-framed Buffer (shared by every stream of the turn: see
+ * chunkFrame): one write call and no per-stream framing; the fan-out's cost per stream is then little more
+ * than the system call. Otherwise (a response not chunked, as for an HTTP/1.0 client, or one still holding
+ * output) through res.write, which frames it itself. Both go to the same socket, in order.
+ */
+function send(res: ServerResponse, turn: EventChunk): void {
+  const socket = res.socket;
+  if (socket && res.headersSent && res.chunkedEncoding && res.writableLength === socket.writableLength) socket.write(chunkFrame(turn));
+  else res.write(turn.bytes);
+}
+
+/**
+ * True once the socket's buffer has drained, false after `ms` (or when the client went). The socket's own
+ * 'drain', not the response's: a turn written straight to the socket (send) never sets the response's.
+ */
 function drained(res: ServerResponse, ms: number): Promise<boolean> {
+  const socket = res.socket;
+  if (!socket || res.destroyed) return Promise.resolve(false);
+  // Nothing waits to drain (the bytes went at once): no 'drain' would come.
+  if (!socket.writableNeedDrain && res.writableLength === socket.writableLength) return Promise.resolve(true);
   return new Promise((resolve) => {
     const done = (ok: boolean): void => {
       clearTimeout(timer);
-      res.off('drain', onDrain);
+      socket.off('drain', onDrain);
       res.off('close', onClose);
       resolve(ok);
     };
     const onDrain = (): void => done(true);
     const onClose = (): void => done(false);
     const timer = setTimeout(() => done(false), ms);
-    res.on('drain', onDrain);
+    socket.on('drain', onDrain);
     res.on('close', onClose);
   });
 }

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import type { EventFeed } from '../../domain/events.js';
+import { SharedChunks } from '../events/eventChunks.js';
 import { serveEventStream } from '../events/sseStream.js';
 import type { EventStreams, EventStreamSettings } from '../events/streamLimits.js';
 import type { AppState } from '../state.js';
@@ -23,6 +24,7 @@ export interface EventDeps {
 export function eventRoutes(deps: RouteDeps & { events: EventDeps }): Router<AppState> {
   const router = new Router<AppState>();
   const { feed, streams, settings } = deps.events;
+  const chunks = new SharedChunks(feed, settings.bufferBytes);
 
   router.get(`${API_PREFIX}/events`, async (ctx) => {
     const { since } = validateQuery.events(ctx.query);
@@ -44,6 +46,7 @@ export function eventRoutes(deps: RouteDeps & { events: EventDeps }): Router<App
       await serveEventStream({
         res: ctx.res,
         feed,
+        chunks,
         repo,
         actor,
         cursor,
