@@ -1,3 +1,4 @@
+import type { RequestListener } from 'node:http';
 import Koa from 'koa';
 import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
@@ -9,8 +10,9 @@ import { requireApiKey } from './middleware/auth.js';
 import { compression } from './middleware/compression.js';
 import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';
-import { limitFailedAuthentication, limitPerKey } from './middleware/rateLimit.js';
-import { requestContext } from './middleware/requestContext.js';
+import { limitFailedAuthentication, limitPerKey, perKeyBuckets, type TokenBuckets } from './middleware/rateLimit.js';
+import { withFastItemGet } from './fastItemGet.js';
+import { requestContext, type RequestNotes } from './middleware/requestContext.js';
 import { checkOrigin, MCP_PATH, mcpRoutes } from './mcp/endpoint.js';
 import { EventFeed } from '../domain/events.js';
 import { EventStreams, type EventStreamSettings } from './events/streamLimits.js';
@@ -79,11 +81,34 @@ export interface AppDeps {
   webhooks?: Webhooks;
 }
 
+/** What Koa's middleware and the fast GET path share: the per-key quota, and where answered requests are told. */
+export interface SharedParts {
+  perKey: TokenBuckets | undefined;
+  notes: RequestNotes;
+}
+
+export function sharedParts(deps: AppDeps): SharedParts {
+  const metrics = deps.metrics ?? silentMetrics;
+  return {
+    perKey: perKeyBuckets({ perMinute: deps.config.rateLimitPerKey, burst: deps.config.rateLimitPerKeyBurst }),
+    notes: { logger: deps.logger, observe: (r) => metrics.request(r) },
+  };
+}
+
+/**
+ * What the server serves: successful reads of an item by the fast GET path (fastItemGet.ts), everything
+ * else by the Koa application. Both spend the same per-key quota and write the same access log and metrics.
+ */
+export function createHandler(deps: AppDeps): RequestListener {
+  const shared = sharedParts(deps);
+  return withFastItemGet({ keys: deps.keys, orgs: deps.orgs, clock: deps.clock, ...shared }, createApp(deps, shared).callback());
+}
+
 /**
  * The Koa application: request context -> error envelope -> rate limits and API key -> routes.
  * No globals; everything passed in.
  */
-export function createApp(deps: AppDeps): Koa<AppState> {
+export function createApp(deps: AppDeps, shared: SharedParts = sharedParts(deps)): Koa<AppState> {
   const app = new Koa<AppState>();
   app.silent = true; // faults are logged once, by the error envelope, with their request id
   const { config } = deps;
@@ -92,7 +117,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.proxy = config.trustProxy > 0;
   app.maxIpsCount = config.trustProxy;
   const failedAuth = limitFailedAuthentication({ perMinute: config.rateLimitAuthFailures, burst: config.rateLimitAuthFailuresBurst });
-  const perKey = limitPerKey({ perMinute: config.rateLimitPerKey, burst: config.rateLimitPerKeyBurst });
+  const perKey = limitPerKey(shared.perKey);
   const metrics = deps.metrics ?? silentMetrics;
   const routeDeps: RouteDeps = { ...deps, metrics, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes, maxFileBytes: config.maxFileBytes };
   const auth = requireApiKey(routeDeps);
@@ -112,7 +137,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   router.use(apiDocsRoutes({ version: deps.version }).routes());
   const mcp = checkOrigin(config.allowedOrigins);
 
-  app.use(requestContext(deps.logger, (r) => metrics.request(r)));
+  app.use(requestContext(shared.notes));
   app.use(compression()); // outside the error envelope: failures are answered compressed too when large
   app.use(errorEnvelope(deps.logger));
   app.use(async (ctx, next) => {
