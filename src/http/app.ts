@@ -15,6 +15,7 @@ import { withFastItemGet } from './fastItemGet.js';
 import { requestContext, type RequestNotes } from './middleware/requestContext.js';
 import { checkOrigin, MCP_PATH, mcpRoutes } from './mcp/endpoint.js';
 import { EventFeed } from '../domain/events.js';
+import { SecretHashes } from '../domain/keys.js';
 import { EventStreams, type EventStreamSettings } from './events/streamLimits.js';
 import { OPENAPI_PATH } from './openapi/serviceOperations.js';
 import { apiDocsRoutes } from './routes/apiDocs.js';
@@ -81,10 +82,11 @@ export interface AppDeps {
   webhooks?: Webhooks;
 }
 
-/** What Koa's middleware and the fast GET path share: the per-key quota, and where answered requests are told. */
+/** What Koa's middleware and the fast GET path share: the per-key quota, where answered requests are told, the hashes of keys seen. */
 export interface SharedParts {
   perKey: TokenBuckets | undefined;
   notes: RequestNotes;
+  hashes: SecretHashes;
 }
 
 export function sharedParts(deps: AppDeps): SharedParts {
@@ -92,6 +94,7 @@ export function sharedParts(deps: AppDeps): SharedParts {
   return {
     perKey: perKeyBuckets({ perMinute: deps.config.rateLimitPerKey, burst: deps.config.rateLimitPerKeyBurst }),
     notes: { logger: deps.logger, observe: (r) => metrics.request(r) },
+    hashes: new SecretHashes(),
   };
 }
 
@@ -120,7 +123,7 @@ export function createApp(deps: AppDeps, shared: SharedParts = sharedParts(deps)
   const perKey = limitPerKey(shared.perKey);
   const metrics = deps.metrics ?? silentMetrics;
   const routeDeps: RouteDeps = { ...deps, metrics, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes, maxFileBytes: config.maxFileBytes };
-  const auth = requireApiKey(routeDeps);
+  const auth = requireApiKey({ ...routeDeps, hashes: shared.hashes });
   // Failures are counted per address (past its allowance an address's failures are 429, its valid keys still
   // served); a good key then spends its own quota.
   const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));

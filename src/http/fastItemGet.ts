@@ -2,7 +2,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { systemClock, type Clock } from '../common/clock.js';
 import { secondsSince } from '../common/metrics.js';
 import { readableEntry } from '../domain/items.js';
-import { authenticate } from '../domain/keys.js';
+import { authenticate, type SecretHashes } from '../domain/keys.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
 import { presentedKey } from './middleware/auth.js';
@@ -28,6 +28,8 @@ export interface FastItemGetDeps {
   perKey: TokenBuckets | undefined;
   /** The access log and metrics, as Koa's requests tell them. */
   notes: RequestNotes;
+  /** Hashes of keys seen lately, shared with Koa's key check. */
+  hashes: SecretHashes;
   /** The bytes of item answers kept ready (ItemAnswers' default unless given). */
   answers?: ItemAnswers;
 }
@@ -72,7 +74,7 @@ export function withFastItemGet(deps: FastItemGetDeps, koa: RequestListener): Re
 async function serve(deps: Required<Omit<FastItemGetDeps, 'perKey'>> & Pick<FastItemGetDeps, 'perKey'>, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
   const started = process.hrtime.bigint();
   const { headers } = req;
-  const actor = await authenticate({ keys: deps.keys, secret: presentedKey(headers.authorization ?? '', headerText(headers['x-api-key'])), clock: deps.clock });
+  const actor = await authenticate({ keys: deps.keys, secret: presentedKey(headers.authorization ?? '', headerText(headers['x-api-key'])), clock: deps.clock, hashes: deps.hashes });
   const repo = actor && (await deps.orgs.get(actor.orgId));
   if (!actor || !repo) return false;
   let answer: ItemAnswer;
