@@ -88,7 +88,7 @@ async function serve(deps: Required<Omit<FastItemGetDeps, 'perKey'>> & Pick<Fast
   const condition = parseEtagCondition(headerText(headers['if-none-match']));
   const notModified = condition !== undefined && (condition === '*' || condition.includes(answer.etag));
   // koa-compress compresses a large answer for a client that accepts any encoding: Koa's to make.
-  if (!notModified && req.method === 'GET' && answer.body.length >= COMPRESS_THRESHOLD_BYTES && headers['accept-encoding'] !== undefined) return false;
+  if (!notModified && req.method === 'GET' && answer.bytes >= COMPRESS_THRESHOLD_BYTES && headers['accept-encoding'] !== undefined) return false;
   let limits: string[] = [];
   if (deps.perKey) {
     const { allowed, quota } = deps.perKey.take(actor.keyId);

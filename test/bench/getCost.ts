@@ -3,7 +3,10 @@
  * them, in alternating rounds (32 keep-alive connections, items visited in the bench's scattered order). Reports
  * req/s and, less sensitive to a busy machine, the server's CPU per request (CPU seconds from /proc / requests).
  *
- *   npm run build && npx tsx test/bench/getCost.ts [--items 10000] [--rounds 3] [--duration 8]
+ *   npm run build && npx tsx test/bench/getCost.ts [--items 10000] [--rounds 3] [--duration 8] [--baseline <checkout>]
+ *
+ * `--log-level warn` runs our server without its access log (a diagnosis: what the lines cost).
+ * `--baseline` adds the server of another checkout (built) to the rounds: before and after in the same run.
  *
  * `PROFILE=1` profiles our server (cpuProfile.mjs) into .tmp/bench/profiles/: one profile of the start and of
  * each of our rounds (warm-up included), the last written when the run ends.
@@ -26,6 +29,10 @@ const opt = (name: string, dflt: number): number => {
 const ITEMS = opt('--items', 10_000);
 const ROUNDS = opt('--rounds', 3);
 const DURATION_S = opt('--duration', 8);
+/** `--log-level warn` runs our server without its access lines: what they cost (a diagnosis, not the figure). */
+const LOG_LEVEL = ((at) => (at === -1 ? undefined : argv[at + 1]))(argv.indexOf('--log-level'));
+/** Another checkout of the store, built (`npm run build`): its server is measured in the same rounds, as "before". */
+const BASELINE = ((at) => (at === -1 ? undefined : argv[at + 1]))(argv.indexOf('--baseline'));
 const WARMUP_S = 2;
 const CONNECTIONS = 32;
 
@@ -40,40 +47,50 @@ const started: Served[] = [];
 /** CPU microseconds per answered request: the server's CPU over the run divided by its 2xx answers. */
 const cpuPerRequestUs = (r: LoadResult): number => (r.serverCpuPercent / 100) * r.durationS * 1e6 / r.ok;
 const line = (who: string, r: LoadResult): string => `${who}: ${r.okPerSecond.toFixed(0)} req/s, server CPU ${cpuPerRequestUs(r).toFixed(1)} µs/request — ${describeLoad(r)}`;
+type Who = 'ours' | 'before' | 'koa';
+const NAMES: Record<Who, string> = { ours: 'ours', before: `ours before (${BASELINE})`, koa: 'bare Koa' };
 try {
-  const ours = await startAndProbe({ dataDir, pinning, key: fixture.key, env: profile });
+  const ours = await startAndProbe({ dataDir, pinning, key: fixture.key, env: { ...profile, ...(LOG_LEVEL ? { LOG_LEVEL } : {}) } });
   started.push(ours.served);
+  const before = BASELINE ? await startAndProbe({ dataDir: await copyFixture(fixture, join(settingsDir, 'work', 'getcost-before')), pinning, key: fixture.key, cli: join(BASELINE, 'dist/src/cli/main.js') }) : undefined;
+  if (before) started.push(before.served);
   const koa = await startBareKoa({ key: fixture.key, pinning });
   started.push(koa);
   console.log(`${pinning.description}; load average ${await loadAverage()}`);
-  const results: Record<'ours' | 'koa', LoadResult[]> = { ours: [], koa: [] };
+  const results: Record<Who, LoadResult[]> = { ours: [], before: [], koa: [] };
+  const order: Who[] = before ? ['koa', 'ours', 'before'] : ['koa', 'ours'];
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const who of round % 2 === 1 ? (['koa', 'ours'] as const) : (['ours', 'koa'] as const)) {
+    // Each round starts with the next contender: none always runs first or last.
+    for (const who of [...order.slice((round - 1) % order.length), ...order.slice(0, (round - 1) % order.length)]) {
       let r: LoadResult;
-      if (who === 'ours') {
-        // Each profile covers one of our runs (warm-up included): the first one written holds the start.
-        if (process.env.PROFILE) process.kill(ours.served.pid, 'SIGUSR2');
-        r = await measureGet({ served: ours.served, key: fixture.key, items: ITEMS, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S });
-      } else {
+      if (who === 'koa') {
         let n = 0;
         const next = () => ({ method: 'GET' as const, path: `/api/v1/knowledge/items/${itemPath((n++ * 7919) % ITEMS)}` });
         const common = { url: koa.url, key: fixture.key, connections: CONNECTIONS, next, serverPid: koa.pid };
         await runLoad({ ...common, durationS: WARMUP_S });
         r = await runLoad({ ...common, durationS: DURATION_S });
+      } else {
+        const served = who === 'ours' ? ours.served : (before as NonNullable<typeof before>).served;
+        // Each profile covers one of our runs (warm-up included): the first one written holds the start.
+        if (process.env.PROFILE && who === 'ours') process.kill(ours.served.pid, 'SIGUSR2');
+        r = await measureGet({ served, key: fixture.key, items: ITEMS, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S });
       }
       results[who].push(r);
-      console.log(`round ${round}, ${line(who === 'ours' ? 'ours' : 'bare Koa', r)}`);
+      console.log(`round ${round}, ${line(NAMES[who], r)}`);
     }
   }
   const bestOf = (rs: LoadResult[]): LoadResult => rs.reduce((a, b) => (b.okPerSecond > a.okPerSecond ? b : a));
-  const o = bestOf(results.ours);
-  const k = bestOf(results.koa);
   const leastCpu = (rs: LoadResult[]): number => Math.min(...rs.map(cpuPerRequestUs));
-  console.log(
-    `best of ${ROUNDS}: ours ${o.okPerSecond.toFixed(0)} req/s, bare Koa ${k.okPerSecond.toFixed(0)} req/s: ${(o.okPerSecond / k.okPerSecond).toFixed(2)}×; ` +
-      `least server CPU per request: ours ${leastCpu(results.ours).toFixed(1)} µs, bare Koa ${leastCpu(results.koa).toFixed(1)} µs ` +
-      `(${(leastCpu(results.koa) / leastCpu(results.ours)).toFixed(2)}×); load average ${await loadAverage()}`,
-  );
+  const k = bestOf(results.koa);
+  for (const who of order.filter((w) => w !== 'koa')) {
+    const o = bestOf(results[who]);
+    console.log(
+      `best of ${ROUNDS}, ${NAMES[who]}: ${o.okPerSecond.toFixed(0)} req/s against bare Koa ${k.okPerSecond.toFixed(0)} req/s: ${(o.okPerSecond / k.okPerSecond).toFixed(2)}×; ` +
+        `least server CPU per request: ${leastCpu(results[who]).toFixed(1)} µs against bare Koa ${leastCpu(results.koa).toFixed(1)} µs ` +
+        `(${(leastCpu(results.koa) / leastCpu(results[who])).toFixed(2)}×)`,
+    );
+  }
+  console.log(`load average ${await loadAverage()}`);
   if (process.env.PROFILE) {
     process.kill(ours.served.pid, 'SIGUSR2');
     await new Promise((r) => setTimeout(r, 2_000));
