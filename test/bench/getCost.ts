@@ -15,7 +15,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { copyFixture, ensureFixture, itemPath } from './fixtures.js';
-import { describeLoad, runLoad, type LoadResult } from './load.js';
+import { cpuPerRequestUs, describeLoad, runLoad, type LoadResult } from './load.js';
 import { loadAverage, setupPinning } from './machine.js';
 import { measureGet, startAndProbe, stopServer } from './ours.js';
 import { startBareKoa, type Served } from './processes.js';
@@ -44,8 +44,6 @@ mkdirSync(profiles, { recursive: true });
 const profile: Record<string, string> = process.env.PROFILE ? { NODE_OPTIONS: `--import ${pathToFileURL(join(import.meta.dirname, 'cpuProfile.mjs')).href}`, CPU_PROFILE_DIR: profiles } : {};
 const dataDir = await copyFixture(fixture, join(settingsDir, 'work', 'getcost'));
 const started: Served[] = [];
-/** CPU microseconds per answered request: the server's CPU over the run divided by its 2xx answers. */
-const cpuPerRequestUs = (r: LoadResult): number => (r.serverCpuPercent / 100) * r.durationS * 1e6 / r.ok;
 const line = (who: string, r: LoadResult): string => `${who}: ${r.okPerSecond.toFixed(0)} req/s, server CPU ${cpuPerRequestUs(r).toFixed(1)} µs/request — ${describeLoad(r)}`;
 type Who = 'ours' | 'before' | 'koa';
 const NAMES: Record<Who, string> = { ours: 'ours', before: `ours before (${BASELINE})`, koa: 'bare Koa' };
