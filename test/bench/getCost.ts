@@ -19,20 +19,17 @@ import { cpuPerRequestUs, describeLoad, runLoad, type LoadResult } from './load.
 import { loadAverage, setupPinning } from './machine.js';
 import { measureGet, startAndProbe, stopServer } from './ours.js';
 import { startBareKoa, type Served } from './processes.js';
-import { loadSettings } from './settings.js';
+import { loadSettings, scriptOptions } from './settings.js';
 
-const argv = process.argv.slice(2);
-const opt = (name: string, dflt: number): number => {
-  const at = argv.indexOf(name);
-  return at === -1 ? dflt : Number(argv[at + 1]);
-};
+const options = scriptOptions();
+const opt = options.number;
 const ITEMS = opt('--items', 10_000);
 const ROUNDS = opt('--rounds', 3);
 const DURATION_S = opt('--duration', 8);
 /** `--log-level warn` runs our server without its access lines: what they cost (a diagnosis, not the figure). */
-const LOG_LEVEL = ((at) => (at === -1 ? undefined : argv[at + 1]))(argv.indexOf('--log-level'));
+const LOG_LEVEL = options.text('--log-level');
 /** Another checkout of the store, built (`npm run build`): its server is measured in the same rounds, as "before". */
-const BASELINE = ((at) => (at === -1 ? undefined : argv[at + 1]))(argv.indexOf('--baseline'));
+const BASELINE = options.text('--baseline');
 const WARMUP_S = 2;
 const CONNECTIONS = 32;
 
