@@ -62,10 +62,12 @@ export function withFastItemGet(deps: FastItemGetDeps, koa: RequestListener): Re
       (served) => {
         if (!served) koa(req, res);
       },
-      // An unexpected fault before anything was written: Koa answers, and logs it if it recurs there.
-      () => {
-        if (!res.headersSent) koa(req, res);
-        else res.destroy();
+      (err: unknown) => {
+        // A fault before anything was written (the key file unreadable, say): Koa answers, and logs it when it recurs there.
+        if (!res.headersSent) return koa(req, res);
+        // After: the answer is out (or cut short, which the client sees); the fault is logged here.
+        deps.notes.logger.error('fast GET failed after answering', { method, route: ITEM_ROUTE, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+        if (!res.writableEnded) res.destroy();
       },
     );
   };
