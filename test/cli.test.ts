@@ -22,7 +22,7 @@ import { tmpDir } from './support/tmp.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli/main.js');
-const KEY = /^ks_[A-Za-z0-9_-]{43}$/;
+const KEY = /^ks_[a-z0-9-]+_[A-Za-z0-9_-]{43}$/;
 const fs = nodeFs as unknown as FsPromises;
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 
@@ -63,7 +63,7 @@ async function fails(args: string[], message?: RegExp): Promise<Run> {
 
 /** The one line a create command prints: the key. */
 function onlyKey(stdout: string): string {
-  expect(stdout).to.match(/^ks_[A-Za-z0-9_-]{43}\n$/);
+  expect(stdout).to.match(/^ks_[a-z0-9-]+_[A-Za-z0-9_-]{43}\n$/);
   const key = stdout.trim();
   expect(key).to.match(KEY);
   return key;
@@ -215,9 +215,9 @@ describe('cli (knowledge-store as a child process)', function () {
       for (const k of listed) expect(k).not.to.have.property('hash');
       for (const out of [text, json]) {
         expect(out).not.to.include(secret);
-        expect(out).not.to.include(secret.slice(3));
+        expect(out).not.to.include(secret.slice(-43));
         expect(out).not.to.include(sha256(secret));
-        expect(out).not.to.include(onlyKey(acmeKey.stdout).slice(3));
+        expect(out).not.to.include(onlyKey(acmeKey.stdout).slice(-43));
         expect(out).not.to.include(sha256(onlyKey(acmeKey.stdout)));
       }
     });
@@ -230,6 +230,56 @@ describe('cli (knowledge-store as a child process)', function () {
 
     it('refuses a missing organization', async () => {
       await fails(['key', 'list', '--org', 'missing', '--data-dir', D], /missing/);
+    });
+  });
+
+  describe('key export / key import', () => {
+    it('moves the keys to another data directory: the same secrets work there; twice changes nothing; --out is mode 600', async () => {
+      const E = join(tmp.dir, 'export-target');
+      await ok(['org', 'create', 'moved', '--data-dir', D]);
+      const writer = onlyKey(await ok(['key', 'create', '--org', 'moved', '--role', 'writer', '--data-dir', D]));
+      const file = join(tmp.dir, 'moved-keys.json');
+      const exported = await cli(['key', 'export', 'moved', '--out', file, '--data-dir', D]);
+      expect(exported.code, exported.stderr).to.equal(0);
+      expect(exported.stdout).to.equal('');
+      expect(exported.stderr).to.equal(`Exported 2 key(s) of moved to ${file}\n`);
+      expect((await nodeFs.stat(file)).mode & 0o777).to.equal(0o600);
+      const text = await nodeFs.readFile(file, 'utf8');
+      expect(text).not.to.include(writer.slice(-43));
+      expect(text).to.include(sha256(writer));
+      // Without --out: the same JSON on stdout.
+      const withoutTime = (json: string): unknown => ({ ...(JSON.parse(json) as Record<string, unknown>), exportedAt: null });
+      expect(withoutTime(await ok(['key', 'export', 'moved', '--data-dir', D]))).to.deep.equal(withoutTime(text));
+
+      await fails(['key', 'import', 'moved', '--file', file, '--data-dir', E], /No organization|moved/);
+      await ok(['org', 'create', 'moved', '--data-dir', E]);
+      expect(await ok(['key', 'import', 'moved', '--file', file, '--data-dir', E])).to.equal('Imported 2 key(s) into moved; 0 already here.\n');
+      const again = JSON.parse(await ok(['key', 'import', 'moved', '--file', file, '--data-dir', E, '--json'])) as { added: string[]; unchanged: string[] };
+      expect(again.added).to.deep.equal([]);
+      expect(again.unchanged).to.have.length(2);
+      const listed = JSON.parse(await ok(['key', 'list', '--org', 'moved', '--data-dir', E, '--json'])) as ListedKey[];
+      expect(listed.map((k) => k.role).sort()).to.deep.equal(['admin', 'admin', 'writer']);
+      const server = await startTestServer({ dataDir: E });
+      try {
+        expect(await listStatus(server, writer)).to.equal(200);
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('refuses, changing nothing: another organization\'s file, a file that is no export, a missing file, a missing organization', async () => {
+      const file = join(tmp.dir, 'acme-keys.json');
+      await ok(['key', 'export', 'acme', '--out', file, '--data-dir', D]);
+      await ok(['org', 'create', 'elsewhere', '--data-dir', D]);
+      const before = await nodeFs.readFile(join(D, 'keys.json'), 'utf8');
+      await fails(['key', 'import', 'elsewhere', '--file', file, '--data-dir', D], /keys of organization "acme", not "elsewhere"/);
+      const junk = join(tmp.dir, 'junk.json');
+      await nodeFs.writeFile(junk, '{"keys": []}');
+      await fails(['key', 'import', 'acme', '--file', junk, '--data-dir', D], /Not a key export/);
+      await fails(['key', 'import', 'acme', '--file', join(tmp.dir, 'nope.json'), '--data-dir', D], /nope\.json/);
+      await fails(['key', 'import', 'acme', '--data-dir', D], /--file/);
+      await fails(['key', 'export', 'nobody', '--data-dir', D], /nobody/);
+      expect(await nodeFs.readFile(join(D, 'keys.json'), 'utf8')).to.equal(before);
     });
   });
 

@@ -3,6 +3,7 @@ import { isLogLevel, type LogLevel } from '../common/log.js';
 import type { MetricsAccess } from '../common/metrics.js';
 import type { WebhookSettings } from '../domain/webhooks.js';
 import { EVENT_STREAM_DEFAULTS, type EventStreamSettings } from '../http/events/streamLimits.js';
+import { FILE_DOWNLOAD_DEFAULTS, type FileDownloadSettings } from '../http/fileDownloads.js';
 
 /** Each setting comes from the environment, and each is also a `serve` flag (flags win). */
 export interface Config {
@@ -39,6 +40,8 @@ export interface Config {
   trustProxy: number;
   /** Who may read GET /metrics (see MetricsAccess). */
   metrics: MetricsAccess;
+  /** GET /files: the memory downloads may hold at once (KNOWLEDGE_DOWNLOAD_MEMORY_MB) and how long one may stall. */
+  fileDownloads: FileDownloadSettings;
   /** GET /events (KNOWLEDGE_EVENT_STREAMS_PER_KEY, KNOWLEDGE_EVENT_STREAMS_PER_ORG; the rest are fixed defaults). */
   eventStreams: EventStreamSettings;
   /** Webhook delivery (README, Events). */
@@ -67,6 +70,8 @@ export interface ConfigOverrides {
 }
 
 export class ConfigError extends Error {}
+
+const MIB = 1024 * 1024;
 
 export const DEFAULTS = {
   host: '127.0.0.1',
@@ -125,6 +130,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     streamsPerKey: integer(env.KNOWLEDGE_EVENT_STREAMS_PER_KEY || undefined, EVENT_STREAM_DEFAULTS.streamsPerKey, 'KNOWLEDGE_EVENT_STREAMS_PER_KEY', 1, 100_000),
     streamsPerOrg: integer(env.KNOWLEDGE_EVENT_STREAMS_PER_ORG || undefined, EVENT_STREAM_DEFAULTS.streamsPerOrg, 'KNOWLEDGE_EVENT_STREAMS_PER_ORG', 1, 100_000),
   };
+  const fileDownloads: FileDownloadSettings = {
+    ...FILE_DOWNLOAD_DEFAULTS,
+    memoryBytes: integer(env.KNOWLEDGE_DOWNLOAD_MEMORY_MB || undefined, FILE_DOWNLOAD_DEFAULTS.memoryBytes / MIB, 'KNOWLEDGE_DOWNLOAD_MEMORY_MB', 1, 1024 * 1024) * MIB,
+  };
   const allowPrivate = env.KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE || 'off';
   if (allowPrivate !== 'on' && allowPrivate !== 'off') throw new ConfigError(`KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE must be on or off (got "${allowPrivate}")`);
   const webhooks: WebhookSettings = {
@@ -152,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     rateLimitAuthFailuresBurst,
     trustProxy,
     metrics,
+    fileDownloads,
     eventStreams,
     webhooks,
   };

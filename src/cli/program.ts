@@ -1,18 +1,21 @@
+import { readFile } from 'node:fs/promises';
 import { Command, Option, type OutputConfiguration } from 'commander';
 import { loadConfig, type ConfigOverrides } from '../app/config.js';
 import { startServer } from '../app/server.js';
-import { openAdminStore, openExclusiveStore, type Store } from '../app/store.js';
+import { openExclusiveStore, type Store } from '../app/store.js';
 import { isKnowledgeError } from '../common/errors.js';
 import { packageVersion } from '../common/packageInfo.js';
 import { createLogger } from '../common/log.js';
 import { OrgNotFound } from '../domain/errors.js';
 import { STORE_RULES } from '../domain/integrity.js';
-import { createKey, listKeys, revokeKey } from '../domain/keys.js';
 import { importOrganization } from '../domain/orgImport.js';
+import { readKeyExport } from '../domain/keyTransfer.js';
 import { createOrganization, validateOrgId } from '../domain/orgs.js';
 import { ROLES, type Role } from '../domain/permissions.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, searchItems } from '../domain/search.js';
 import { addItemCommands } from './itemCommands.js';
+import { addKeyCommands } from './keyCommands.js';
+import { dataDirOption, stores, type Common } from './localStore.js';
 import { intIn, jsonOption, print, searchLines } from './output.js';
 import { createProgress, silentProgress, type Progress } from './progress.js';
 
@@ -22,16 +25,6 @@ import { createProgress, silentProgress, type Progress } from './progress.js';
  * The commands share the data directory with a running server safely: keys
  * change under the key file's lock, organizations appear by atomic rename.
  */
-interface Common {
-  dataDir?: string;
-  json?: boolean;
-}
-
-function stores(opts: Common): Store & { serverPid(): Promise<number | null> } {
-  const config = loadConfig(process.env, { dataDir: opts.dataDir, logLevel: 'warn' });
-  return openAdminStore({ dataDir: config.dataDir, logger: createLogger({ level: 'warn' }) });
-}
-
 /**
  * The data directory held by this command alone, with the search index open (building it if need
  * be, its progress shown by `progress`); null while a server holds it (the index has one writer: the server).
@@ -64,10 +57,6 @@ function showLogLine(line: string, progress: Progress): void {
     progress.log(text);
   }
 }
-
-/** A repeatable option's values, in the order given (`--scope docs/ --scope notes/`). */
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
-const dataDirOption = (): Option => new Option('--data-dir <dir>', 'data directory (default: $KNOWLEDGE_DATA_DIR or ./data)');
 
 /**
  * The command, ready to parse. It never exits the process: a usage error (and --help, --version) is
@@ -149,73 +138,30 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
 
   org
     .command('import <orgId>')
-    .description('create an organization from a clone of another one (backup restore); prints its new admin key')
-    .requiredOption('--from <source>', 'git URL or path of the repository (e.g. a backup clone)')
+    .description('create an organization from a clone of another one (backup restore, failover); prints its new admin key, or takes its keys from --keys')
+    .requiredOption('--from <source>', 'git URL or path of the repository (e.g. a backup clone or a mirror)')
+    .option('--keys <file>', 'the organization\'s keys from `key export`: they keep working here, and no new admin key is made')
     .addOption(dataDirOption())
     .addOption(jsonOption())
-    .action(async (orgId: string, opts: Common & { from: string }) => {
+    .action(async (orgId: string, opts: Common & { from: string; keys?: string }) => {
       const { orgs, keys } = stores(opts);
+      // The key file is read and checked before anything is cloned: a wrong file refuses the whole import.
+      const keyRecords = opts.keys === undefined ? undefined : readKeyExport(await readFile(opts.keys, 'utf8'), validateOrgId(orgId));
       const progress = createProgress();
-      const imported = await importOrganization({ orgs, keys, orgId, source: opts.from, progress: (line) => progress.step(line) }).finally(() =>
+      const imported = await importOrganization({ orgs, keys, orgId, source: opts.from, keyRecords, progress: (line) => progress.step(line) }).finally(() =>
         progress.done(),
       );
       progress.log(`Imported ${imported.orgId}: ${imported.items} items, ${imported.trashed} in trash.`);
-      print(opts, imported.secret, { orgId: imported.orgId, keyId: imported.keyId, key: imported.secret, items: imported.items, trashed: imported.trashed });
+      const { orgId: id, items, trashed } = imported;
+      if ('keys' in imported) {
+        const { added, unchanged } = imported.keys;
+        print(opts, `Keys: ${added.length} imported, ${unchanged.length} already here; no new admin key.`, { orgId: id, items, trashed, keys: imported.keys });
+      } else {
+        print(opts, imported.secret, { orgId: id, keyId: imported.keyId, key: imported.secret, items, trashed });
+      }
     });
 
-  const key = program.command('key').description('API keys');
-  key
-    .command('create')
-    .description('create an API key and print it (shown once)')
-    .requiredOption('--org <orgId>', 'organization')
-    .requiredOption('--role <role>', 'reader, writer or admin')
-    .option('--name <name>', 'a name for the key (git author of its changes)')
-    .option('--scope <folder>', 'limit the key to this folder (repeat for several); without it the key reaches the whole organization', collect, [])
-    .addOption(dataDirOption())
-    .addOption(jsonOption())
-    .action(async (opts: Common & { org: string; role: string; name?: string; scope: string[] }) => {
-      const { orgs, keys } = stores(opts);
-      const orgId = validateOrgId(opts.org);
-      if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
-      const scopes = opts.scope.length > 0 ? opts.scope : undefined;
-      const created = await createKey({ keys, orgId, role: opts.role, name: opts.name ?? opts.role, scopes });
-      print(opts, created.secret, {
-        keyId: created.key.id,
-        orgId,
-        role: created.key.role,
-        name: created.key.name,
-        scopes: created.key.scopes ?? null,
-        key: created.secret,
-      });
-    });
-  key
-    .command('list')
-    .description('list the keys of an organization (never their secrets)')
-    .requiredOption('--org <orgId>', 'organization')
-    .addOption(dataDirOption())
-    .addOption(jsonOption())
-    .action(async (opts: Common & { org: string }) => {
-      const { orgs, keys } = stores(opts);
-      const orgId = validateOrgId(opts.org);
-      if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
-      const list = (await listKeys({ keys, orgId })).map(({ hash: _hash, ...k }) => k);
-      const rows = list.map((k) =>
-        [k.id, k.name, k.role, k.createdAt, k.lastUsedAt ?? 'never', k.revokedAt ? `revoked ${k.revokedAt}` : 'active', k.scopes?.join(',') ?? '(all)'].join(
-          '\t',
-        ),
-      );
-      print(opts, ['ID\tNAME\tROLE\tCREATED\tLAST USED\tSTATUS\tSCOPES', ...rows].join('\n'), list);
-    });
-  key
-    .command('revoke <keyId>')
-    .description('revoke a key; it is refused from its next request on')
-    .addOption(dataDirOption())
-    .addOption(jsonOption())
-    .action(async (keyId: string, opts: Common) => {
-      const { keys } = stores(opts);
-      const revoked = await revokeKey({ keys, keyId });
-      print(opts, `Revoked ${revoked.id} (${revoked.name}, organization ${revoked.orgId})`, { keyId: revoked.id, revokedAt: revoked.revokedAt });
-    });
+  addKeyCommands(program);
 
   program
     .command('verify')

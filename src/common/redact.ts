@@ -10,7 +10,11 @@ export function hideCredentials(text: string, url: string): string {
   return secret ? masked.split(secret).join('***') : masked;
 }
 
-/** An API key as the store issues them: `ks_` and 43 characters of base64url (256 bits); shorter runs are matched too. */
+/**
+ * An API key as the store issues them, `ks_<org>_` and 43 characters of base64url (256 bits), or a
+ * legacy one (`ks_` and the 43 characters): organization ids are of the same alphabet, so one run
+ * covers both, the organization hidden with the secret. Shorter runs are matched too.
+ */
 const KEY_SHAPED = /\bks_[A-Za-z0-9_-]{16,}/g;
 
 /** `text` with anything shaped like an API key replaced by `ks_***` (log lines never carry a key). */

@@ -62,13 +62,17 @@ export async function putFile(
   return writeFilePut(repo, actor, put, clock);
 }
 
-/** `GET /files/{path}` (`?version=n`): the original bytes, read through the same checks as the item's GET. */
-export async function getFile(args: { repo: OrgRepo; actor: Actor; path: string; version?: number }): Promise<{ item: ItemView; bytes: Buffer }> {
+/**
+ * `GET /files/{path}` (`?version=n`): the item, read through the same checks as the item's GET, and how to
+ * read its original bytes. The bytes are read only when asked: a conditional GET answered 304 reads none,
+ * and the route reads them once it holds room for them in memory.
+ */
+export async function getFile(args: { repo: OrgRepo; actor: Actor; path: string; version?: number }): Promise<{ item: ItemView; size: number; readBytes: () => Promise<Buffer> }> {
   const { repo, actor, path, version } = args;
   const item = version === undefined ? await fileView(repo, actor, path) : await getItemVersion({ repo, actor, path, version });
-  const { fileKey } = item.record;
+  const { fileKey, fileSize } = item.record;
   if (item.record.itemType !== 'file' || fileKey === null) throw new ItemKindConflict({ path: item.record.path, itemType: 'text' });
-  return { item, bytes: await repo.readFile(fileKey) };
+  return { item, size: fileSize ?? 0, readBytes: () => repo.readFile(fileKey) };
 }
 
 /** The live item at `path` without its text (a download needs only the record). */

@@ -19,7 +19,27 @@ export interface Actor {
 export const KEY_PREFIX = 'ks_';
 /** 32 random bytes: 256 bits, too many to guess, base64url. */
 const SECRET_BYTES = 32;
-const SECRET_SHAPE = /^ks_[A-Za-z0-9_-]{43}$/;
+/**
+ * A key is `ks_<orgId>_<43 base64url>`: the organization is readable without a look-up, so a proxy
+ * can route on it (README, Scaling). Organization ids never hold `_`, so the first `_` after the
+ * prefix ends the id, and the 43 characters after it are the 256 random bits. Keys made before
+ * the organization was part of them, `ks_<43 base64url>`, keep working: 46 characters, never 48
+ * or more like the new shape, so no string matches both.
+ */
+const ORG_KEY_SHAPE = /^ks_([a-z0-9][a-z0-9-]{0,62})_[A-Za-z0-9_-]{43}$/;
+const LEGACY_KEY_SHAPE = /^ks_[A-Za-z0-9_-]{43}$/;
+
+/** The organization a key names, null for a legacy key (no organization in it), undefined for a string that is no key. */
+export function keyOrg(secret: string): string | null | undefined {
+  const named = ORG_KEY_SHAPE.exec(secret);
+  if (named) return named[1] as string;
+  return LEGACY_KEY_SHAPE.test(secret) ? null : undefined;
+}
+
+/** A new key's secret: the organization, then 256 fresh random bits. */
+function newSecret(orgId: string): string {
+  return `${KEY_PREFIX}${orgId}_${randomBytes(SECRET_BYTES).toString('base64url')}`;
+}
 
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
@@ -75,7 +95,7 @@ export async function createKey(args: {
   const role = validateRole(args.role);
   const name = validateKeyName(args.name);
   const scopes = args.scopes === undefined ? undefined : validateScopes(args.scopes);
-  const secret = `${KEY_PREFIX}${randomBytes(SECRET_BYTES).toString('base64url')}`;
+  const secret = newSecret(args.orgId);
   const key: KeyRecord = {
     id: `key_${randomUUID().replace(/-/g, '').slice(0, 16)}`,
     orgId: args.orgId,
@@ -110,15 +130,18 @@ export async function revokeKey(args: { keys: KeyStore; keyId: string; orgId?: s
 
 /**
  * The actor for a presented secret, or null for a missing, malformed, unknown or
- * revoked key. The lookup is by hash; the final comparison is constant-time.
+ * revoked key, or one whose organization part is not its record's organization (a record
+ * imported under another organization: the proxy would route the key elsewhere).
+ * The lookup is by hash; the final comparison is constant-time.
  */
 export async function authenticate(args: { keys: KeyStore; secret: string | undefined; clock?: Clock; hashes?: SecretHashes }): Promise<Actor | null> {
   const { keys, secret } = args;
-  if (!secret || !SECRET_SHAPE.test(secret)) return null;
+  const named = secret ? keyOrg(secret) : undefined;
+  if (!secret || named === undefined) return null;
   const hash = args.hashes ? args.hashes.of(secret) : hashSecret(secret);
   const key = await keys.findByHash(hash);
   const actor = key ? actorOfKey(key) : null;
-  if (!key || !actor) return null;
+  if (!key || !actor || (named !== null && named !== key.orgId)) return null;
   if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
   keys.noteUsed(key.id, (args.clock ?? systemClock)());
   args.hashes?.remember(secret, hash);

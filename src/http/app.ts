@@ -39,12 +39,15 @@ import { moveRoutes } from './routes/moves.js';
 import { revertRoutes } from './routes/revert.js';
 import { trashRoutes } from './routes/trash.js';
 import type { AppState } from './state.js';
+import type { FileDownloadSettings } from './fileDownloads.js';
 
 /** The settings the HTTP layer reads (the server's Config has them, among others). */
 export interface HttpSettings {
   maxContentBytes: number;
   /** The largest file upload (contract §8). */
   maxFileBytes: number;
+  /** GET /files: the memory downloads may hold at once, and how long one may stall. */
+  fileDownloads: FileDownloadSettings;
   rateLimitPerKey: number;
   rateLimitPerKeyBurst: number;
   rateLimitAuthFailures: number;
@@ -122,7 +125,7 @@ export function createApp(deps: AppDeps, shared: SharedParts = sharedParts(deps)
   const failedAuth = limitFailedAuthentication({ perMinute: config.rateLimitAuthFailures, burst: config.rateLimitAuthFailuresBurst });
   const perKey = limitPerKey(shared.perKey);
   const metrics = deps.metrics ?? silentMetrics;
-  const routeDeps: RouteDeps = { ...deps, metrics, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes, maxFileBytes: config.maxFileBytes };
+  const routeDeps: RouteDeps = { ...deps, metrics, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes, maxFileBytes: config.maxFileBytes, fileDownloads: config.fileDownloads };
   const auth = requireApiKey({ ...routeDeps, hashes: shared.hashes });
   // Failures are counted per address (past its allowance an address's failures are 429, its valid keys still
   // served); a good key then spends its own quota.

@@ -55,7 +55,7 @@ describe('Dashboard in Chromium: API keys', function () {
     const field = page.getByLabel('Secret', { exact: true });
     await field.waitFor();
     secret = await field.inputValue();
-    expect(secret).to.match(/^ks_[A-Za-z0-9_-]{43}$/);
+    expect(secret).to.match(/^ks_[a-z0-9-]+_[A-Za-z0-9_-]{43}$/);
     await page.getByText('Copy it now: it is shown only once.').waitFor();
     await page.getByRole('button', { name: 'Copy', exact: true }).click();
     await page.getByText('Copied.').waitFor();

@@ -2,12 +2,15 @@ import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { Volume } from 'memfs';
 import { InvalidInput, KeyNotFound } from '../../src/domain/errors.js';
-import { authenticate, createKey, hashSecret, KEY_PREFIX, revokeKey, validateKeyName, validateRole } from '../../src/domain/keys.js';
+import { authenticate, createKey, hashSecret, KEY_PREFIX, keyOrg, revokeKey, validateKeyName, validateRole } from '../../src/domain/keys.js';
 import { silentLogger } from '../../src/common/log.js';
 import type { FsPromises } from '../../src/storage/fs/fs.js';
 import { KeyStore, type KeyRecord } from '../../src/storage/keys/keyStore.js';
 
 /** Random keys with a `ks_` prefix, stored only as a SHA-256, refused when missing/unknown/revoked. */
+
+/** Where the random part of an `acme` key starts (after `ks_acme_`). */
+const RANDOM_AT = 'ks_acme_'.length;
 
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 
@@ -33,13 +36,28 @@ describe('domain/keys', () => {
   });
 
   describe('createKey', () => {
-    it('returns a ks_ secret of 43 base64url characters (256 bits)', async () => {
+    it('returns ks_<org>_ and 43 base64url characters (256 bits): the organization readable, the rest random', async () => {
       const { secret } = await createKey({ keys, orgId: 'acme', role: 'writer', name: 'ci' });
       expect(KEY_PREFIX).to.equal('ks_');
-      expect(secret.startsWith('ks_')).to.equal(true);
-      expect(secret).to.match(/^ks_[A-Za-z0-9_-]{43}$/);
-      const raw = Buffer.from(secret.slice(3), 'base64url');
+      expect(secret.startsWith('ks_acme_')).to.equal(true);
+      expect(secret).to.match(/^ks_acme_[A-Za-z0-9_-]{43}$/);
+      const raw = Buffer.from(secret.slice(RANDOM_AT), 'base64url');
       expect(raw.length).to.equal(32);
+      expect(keyOrg(secret)).to.equal('acme');
+      const long = await createKey({ keys, orgId: `a-${'9'.repeat(61)}`, role: 'reader', name: 'long' });
+      expect(keyOrg(long.secret)).to.equal(`a-${'9'.repeat(61)}`);
+    });
+
+    it('reads the organization of a key without a look-up: the first "_" after ks_ ends it; legacy keys name none', () => {
+      const random = 'Ab_-'.repeat(10) + 'xy_';
+      expect(random).to.have.length(43);
+      expect(keyOrg(`ks_acme_${random}`)).to.equal('acme');
+      expect(keyOrg(`ks_a-b-0_${random}`)).to.equal('a-b-0');
+      // 46 characters: the old shape, whatever "_" the random part holds.
+      expect(keyOrg(`ks_${random}`)).to.equal(null);
+      for (const bad of [`ks_Acme_${random}`, `ks_-acme_${random}`, `ks__${random}`, `ks_acme_${random}x`, `ks_acme_${random.slice(1)}`, `ks_${'a'.repeat(64)}_${random}`, 'ks_acme_', '']) {
+        expect(keyOrg(bad), bad).to.equal(undefined);
+      }
     });
 
     it('draws every secret afresh: 200 keys, 200 distinct secrets, bits vary in every byte', async () => {
@@ -48,7 +66,7 @@ describe('domain/keys', () => {
       for (let i = 0; i < 200; i++) {
         const { secret } = await createKey({ keys, orgId: 'acme', role: 'reader', name: `k${i}` });
         secrets.add(secret);
-        Buffer.from(secret.slice(3), 'base64url').forEach((byte, at) => seen[at]?.add(byte));
+        Buffer.from(secret.slice(RANDOM_AT), 'base64url').forEach((byte, at) => seen[at]?.add(byte));
       }
       expect(secrets.size).to.equal(200);
       // 200 uniform bytes per position take far more than 50 distinct values; a constant or counter would not.
@@ -64,11 +82,11 @@ describe('domain/keys', () => {
       const stored = vol.readFileSync('/data/keys.json', 'utf8') as string;
       expect(stored).to.include(sha256(secret));
       expect(stored).not.to.include(secret);
-      expect(stored).not.to.include(secret.slice(3));
-      expect(JSON.stringify(vol.toJSON())).not.to.include(secret.slice(3));
+      expect(stored).not.to.include(secret.slice(RANDOM_AT));
+      expect(JSON.stringify(vol.toJSON())).not.to.include(secret.slice(RANDOM_AT));
       const listed = await keys.list('acme');
       expect(listed).to.have.length(1);
-      expect(JSON.stringify(listed)).not.to.include(secret.slice(3));
+      expect(JSON.stringify(listed)).not.to.include(secret.slice(RANDOM_AT));
     });
 
     it('refuses an unknown role and a bad name, storing nothing', async () => {
@@ -114,6 +132,8 @@ describe('domain/keys', () => {
         `kx_${secret.slice(3)}`,
         secret.slice(3),
         `KS_${secret.slice(3)}`,
+        `ks_ACME_${secret.slice(RANDOM_AT)}`,
+        `ks_acme-${secret.slice(RANDOM_AT)}`,
         ` ${secret}`,
         `${secret}\n`,
         `ks_${'='.repeat(43)}`,
@@ -126,9 +146,28 @@ describe('domain/keys', () => {
       expect(await authenticate({ keys, secret: odd })).to.equal(null);
     });
 
+    it('accepts a legacy key (ks_ and 43 characters, no organization): its record says whose it is', async () => {
+      const legacy = `ks_${Buffer.alloc(32, 7).toString('base64url')}`;
+      expect(legacy).to.have.length(46);
+      await keys.add({ id: 'key_0123456789abcdef', orgId: 'acme', name: 'old', role: 'reader', hash: sha256(legacy), createdAt: '2024-01-01T00:00:00.000Z', revokedAt: null, lastUsedAt: null });
+      expect(await authenticate({ keys, secret: legacy })).to.deep.equal({ keyId: 'key_0123456789abcdef', keyName: 'old', orgId: 'acme', role: 'reader' });
+    });
+
+    it('refuses a key whose organization part is not its record\'s organization, even with the hash on file', async () => {
+      const { key, secret } = await createKey({ keys, orgId: 'acme', role: 'admin', name: 'a' });
+      // Another organization's name on the same random part: a different hash, unknown.
+      const altered = `ks_beta_${secret.slice(RANDOM_AT)}`;
+      expect(await authenticate({ keys, secret: altered })).to.equal(null);
+      // Even a record holding that very hash, but kept for acme (an import under the wrong organization), lets nothing in.
+      await keys.add({ ...key, id: 'key_fedcba9876543210', hash: sha256(altered) });
+      expect(await authenticate({ keys, secret: altered })).to.equal(null);
+      expect(await authenticate({ keys, secret })).not.to.equal(null);
+    });
+
     it('returns null for a well-formed unknown key', async () => {
       await createKey({ keys, orgId: 'acme', role: 'admin', name: 'a' });
       expect(await authenticate({ keys, secret: `ks_${'A'.repeat(43)}` })).to.equal(null);
+      expect(await authenticate({ keys, secret: `ks_acme_${'A'.repeat(43)}` })).to.equal(null);
       const other = new KeyStore({ fs: new Volume().promises as unknown as FsPromises, dataDir: '/elsewhere', logger: silentLogger });
       const { secret: foreign } = await createKey({ keys: other, orgId: 'acme', role: 'admin', name: 'b' });
       expect(await authenticate({ keys, secret: foreign })).to.equal(null);

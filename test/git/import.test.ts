@@ -18,7 +18,7 @@ import { cloneUrl, gitOk, runGit } from './support.js';
  * refused and leaves nothing behind.
  */
 
-const KEY_LINE = /^ks_[A-Za-z0-9_-]{43}\n$/;
+const KEY_LINE = /^ks_[a-z0-9-]+_[A-Za-z0-9_-]{43}\n$/;
 const HISTORY = '/api/v1/knowledge/history';
 const ITEMS = '/api/v1/knowledge/items';
 

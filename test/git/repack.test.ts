@@ -24,6 +24,15 @@ const WRITERS = 8;
 const READERS = 8;
 const PATHS_PER_WRITER = 5;
 const RUN_MS = 5_000;
+/**
+ * The loops run at least RUN_MS and until the work the checks below need is done (MIN_WRITES writes,
+ * MIN_READS reads, MIN_REPACKS automatic repacks), for at most MAX_RUN_MS: on a busy machine the same
+ * work takes longer, which is not what this suite tests (speed lives in the benchmarks).
+ */
+const MIN_WRITES = 60;
+const MIN_READS = 300;
+const MIN_REPACKS = 3;
+const MAX_RUN_MS = 60_000;
 const THRESHOLD = 100;
 const SEEDS = 10;
 /**
@@ -56,7 +65,7 @@ interface Failure {
 }
 
 describe('repack under concurrent reads and writes; gc', function () {
-  this.timeout(60_000);
+  this.timeout(MAX_RUN_MS + 60_000);
 
   let tmp: { dir: string; cleanup: () => Promise<void> };
   let dataDir: string;
@@ -135,15 +144,24 @@ describe('repack under concurrent reads and writes; gc', function () {
     await tmp?.cleanup();
   });
 
-  it(`${WRITERS} writers and ${READERS} readers for ${RUN_MS / 1000} s while the server repacks: every request succeeds`, async () => {
-    const stopAt = Date.now() + RUN_MS;
+  it(`${WRITERS} writers and ${READERS} readers for at least ${RUN_MS / 1000} s while the server repacks: every request succeeds`, async () => {
     loopStart = Date.now();
+    const minimumAt = loopStart + RUN_MS;
+    const deadline = loopStart + MAX_RUN_MS;
+    const repacksSoFar = (): number => logs.filter((l) => l.msg === 'repacked' && Date.parse(l.time) >= loopStart).length;
+    let done = false;
+    const running = (): boolean => {
+      if (done) return false;
+      const now = Date.now();
+      done = now >= deadline || (now >= minimumAt && writes > MIN_WRITES && reads > MIN_READS && repacksSoFar() >= MIN_REPACKS);
+      return !done;
+    };
     const fail = (what: string, status: number | string, body: string): void => {
       if (failures.length < 50) failures.push({ what, status, body: body.slice(0, 300) });
     };
 
     const writer = async (w: number): Promise<void> => {
-      for (let seq = 0; Date.now() < stopAt; seq++) {
+      for (let seq = 0; running(); seq++) {
         const path = `w${w}/item-${seq % PATHS_PER_WRITER}.md`;
         const content = `writer ${w} seq ${seq}\n${'x'.repeat(seq % 97)}\n`;
         try {
@@ -165,7 +183,7 @@ describe('repack under concurrent reads and writes; gc', function () {
     };
 
     const reader = async (r: number): Promise<void> => {
-      for (let n = 0; Date.now() < stopAt; n++) {
+      for (let n = 0; running(); n++) {
         const known = [...acked.keys()];
         const path = known[(r * 7 + n * 13) % known.length] as string;
         const versions = acked.get(path) as string[];
@@ -211,7 +229,7 @@ describe('repack under concurrent reads and writes; gc', function () {
     };
 
     const sampler = async (): Promise<void> => {
-      while (Date.now() < stopAt) {
+      while (running()) {
         samples.push(await countObjects(gitdir));
         await new Promise((r) => setTimeout(r, 250));
       }
@@ -225,15 +243,15 @@ describe('repack under concurrent reads and writes; gc', function () {
     loopEnd = Date.now();
     const serverErrors = logs.filter((l) => l.level === 'error' || l.level === 'warn').slice(0, 5);
     expect(failures, `${JSON.stringify(failures, null, 2)}\nserver log:\n${JSON.stringify(serverErrors, null, 2)}`).to.deep.equal([]);
-    expect(writes, 'writes acknowledged').to.be.greaterThan(60);
-    expect(reads, 'reads answered').to.be.greaterThan(300);
+    expect(writes, 'writes acknowledged').to.be.greaterThan(MIN_WRITES);
+    expect(reads, 'reads answered').to.be.greaterThan(MIN_READS);
     expect(logs.filter((l) => l.level === 'error' || l.level === 'warn'), 'errors or warnings logged').to.deep.equal([]);
   });
 
   it('repacks happened during the run, automatically, and packs never piled up', async () => {
     const repacks = logs.filter((l) => l.msg === 'repacked');
     const during = repacks.filter((l) => Date.parse(l.time) >= loopStart && Date.parse(l.time) <= loopEnd);
-    expect(during.length, 'automatic repacks while the loops ran').to.be.at.least(3);
+    expect(during.length, 'automatic repacks while the loops ran').to.be.at.least(MIN_REPACKS);
     // They folded packs together, deleting packs that readers had open.
     const folded = (l: (typeof logs)[number]): boolean => (l.before as { packs: number }).packs > (l.after as { packs: number }).packs;
     expect(during.some(folded), 'a repack that removed packs while the loops ran').to.equal(true);

@@ -17,7 +17,7 @@ interface KeyView {
 
 // scopes: null for a key without scopes (the whole organization); see test/http/scopes.test.ts.
 const KEY_FIELDS = ['createdAt', 'id', 'lastUsedAt', 'name', 'organizationId', 'revokedAt', 'role', 'scopes'];
-const SECRET = /^ks_[A-Za-z0-9_-]{43,}$/;
+const SECRET = /^ks_[a-z0-9-]+_[A-Za-z0-9_-]{43}$/;
 
 function listKeys(server: TestServer, key: string): Promise<ApiResponse> {
   return api(urlOf(server, '/keys'), { key });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../src/app/config.js';
+import { redactSecrets } from '../../src/common/redact.js';
 import { createLogger } from '../../src/common/log.js';
 import { requestIdOf } from '../../src/http/middleware/requestContext.js';
 import { readinessCheck } from '../../src/http/routes/health.js';
@@ -206,6 +207,12 @@ describe('operations: request logs', () => {
     const [first, second] = out.map((l) => JSON.parse(l) as Line);
     expect(first).to.deep.include({ level: 'error', msg: 'failed', error: 'git clone http://x:ks_***@host/git/a.git failed', headers: { authorization: '[redacted]' }, secret: '[redacted]' });
     expect(second).to.include({ level: 'debug', msg: 'shown at debug' });
+    // Keys that name their organization (ks_<org>_…), whatever the organization id looks like.
+    const random = `${'Zq_-'.repeat(10)}abc`;
+    for (const key of [`ks_acme_${random}`, `ks_a_${random}`, `ks_my-org-2_${random}`, `ks_${'o'.repeat(63)}_${random}`]) {
+      const text = redactSecrets(`clone http://x:${key}@host failed; Bearer ${key}, "${key}"`);
+      expect(text, key).to.equal('clone http://x:ks_***@host failed; Bearer ks_***, "ks_***"');
+    }
     expect(createLogger({ level: 'warn', write: (line) => out.push(line) }).info('hidden') === undefined && out.length).to.equal(2);
   });
 

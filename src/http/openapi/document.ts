@@ -151,8 +151,8 @@ export function openApiDocument(version: string): Schema {
     components: {
       schemas: componentSchemas,
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer ks_…`' },
-        apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        bearer: { type: 'http', scheme: 'bearer', description: 'An API key, `ks_<organization>_` and 43 random characters (older keys: `ks_` and the 43): `Authorization: Bearer ks_…`' },
+        apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The same API key in a header of its own.' },
         gitBasic: { type: 'http', scheme: 'basic', description: 'Any user name; an admin API key as the password.' },
         metricsToken: { type: 'http', scheme: 'bearer', description: 'The token of KNOWLEDGE_METRICS=token:<t>.' },
       },

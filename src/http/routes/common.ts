@@ -1,4 +1,5 @@
 import bodyParser from 'koa-bodyparser';
+import type { FileDownloadSettings } from '../fileDownloads.js';
 import type { Middleware, ParameterizedContext } from 'koa';
 import { requireRole } from '../../domain/access.js';
 import { InvalidPath } from '../../domain/errors.js';
@@ -25,6 +26,8 @@ export interface RouteDeps {
   maxContentBytes: number;
   /** The largest file upload, in bytes. */
   maxFileBytes: number;
+  /** GET /files: the memory downloads may hold at once, and how long one may stall. */
+  fileDownloads: FileDownloadSettings;
   /** Gets the text out of uploaded files (off the event loop). */
   extractor: TextExtractor;
   /** Where the built dashboard lives. */

@@ -6,6 +6,7 @@ import { API_PREFIX, pathAfter, requirePermission, type RouteDeps } from './comm
 import { formatEtag, itemEnvelope, parseEtagCondition } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { receiveUpload, refuseEarly } from '../uploadBody.js';
+import { DownloadBudget } from '../fileDownloads.js';
 import { validateQuery } from '../validation.js';
 
 const FILES_PREFIX = `${API_PREFIX}/files`;
@@ -18,10 +19,11 @@ const UPLOADS_IN_MEMORY = 2 * availableParallelism();
  * `file`), `GET` gives them back. Reading and writing go through the same domain checks as the
  * item routes (role, item permissions), so whatever narrows those narrows these.
  */
-export function fileRoutes(options: Pick<RouteDeps, 'maxFileBytes' | 'extractor' | 'clock'>): Router<AppState> {
+export function fileRoutes(options: Pick<RouteDeps, 'maxFileBytes' | 'extractor' | 'clock' | 'fileDownloads'>): Router<AppState> {
   const router = new Router<AppState>();
   const route = `${FILES_PREFIX}{/*path}`;
   const slots = new Slots(UPLOADS_IN_MEMORY);
+  const downloads = new DownloadBudget(options.fileDownloads);
 
   router.put(route, requirePermission('knowledge:write'), async (ctx) => {
     validateQuery.none(ctx.query);
@@ -52,13 +54,16 @@ export function fileRoutes(options: Pick<RouteDeps, 'maxFileBytes' | 'extractor'
   router.get(route, async (ctx) => {
     const { version } = validateQuery.getFile(ctx.query);
     const { actor, repo } = ctx.state;
-    const { item, bytes } = await getFile({ repo, actor, path: pathAfter(ctx, FILES_PREFIX), version });
+    const { item, size, readBytes } = await getFile({ repo, actor, path: pathAfter(ctx, FILES_PREFIX), version });
     ctx.set('ETag', formatEtag(item.etag));
     const condition = parseEtagCondition(ctx.get('If-None-Match'));
     if (condition !== undefined && (condition === '*' || condition.includes(item.etag))) {
       ctx.status = 304;
       return;
     }
+    const bytes = await downloads.read(ctx.res, size, readBytes);
+    // The client left while its download waited for room: Koa writes nothing to a destroyed response.
+    if (bytes === null) return;
     // Always a download, never rendered: an uploaded HTML page must not run as this origin (the dashboard's).
     ctx.set('Content-Disposition', contentDisposition(item.record.fileName ?? 'file'));
     ctx.set('X-Content-Type-Options', 'nosniff');

@@ -118,6 +118,19 @@ export class KeyStore {
     });
   }
 
+  /**
+   * Adds the records `choose` picks from the file's keys as they stand under the lock (a check made
+   * before taking the lock could miss a key added meanwhile). `choose` may throw: nothing changes.
+   */
+  async addChosen(choose: (existing: readonly KeyRecord[]) => KeyRecord[]): Promise<KeyRecord[]> {
+    let added: KeyRecord[] = [];
+    await this.mutate((file) => {
+      added = choose(file.keys.map((k) => ({ ...k })));
+      file.keys.push(...added);
+    });
+    return added;
+  }
+
   /** Applies `change` to one key under the lock; returns the key as stored, or undefined when there is none. */
   async update(keyId: string, change: (key: KeyRecord) => void): Promise<KeyRecord | undefined> {
     let result: KeyRecord | undefined;

@@ -69,7 +69,7 @@ export function signInView(options: { message?: Notice; onSignedIn: (key: string
     h(
       'p',
       { id: 'api-key-help', class: 'help' },
-      'The key starts with ks_. It is kept in this browser tab only (session storage) and removed when you sign out or close the tab.',
+      'The key starts with ks_ and your organization (ks_acme_…; older keys: ks_ alone). It is kept in this browser tab only (session storage) and removed when you sign out or close the tab.',
     ),
     button,
     message,
