@@ -6,7 +6,7 @@ import { EventFeed } from '../domain/events.js';
 import { Webhooks } from '../domain/webhooks.js';
 import { webhookSender } from './webhookSender.js';
 import { promises as nodeFs } from 'node:fs';
-import { createApp } from '../http/app.js';
+import { createHandler } from '../http/app.js';
 import { createExtractor } from './extraction.js';
 import { EventStreams } from '../http/events/streamLimits.js';
 import { PromMetrics } from './promMetrics.js';
@@ -68,7 +68,7 @@ export async function startServer(args: {
       // Deliveries queued before a stop or a crash resume at once.
       await webhooks.start();
       const events = { feed, streams, settings: config.eventStreams };
-      opened(createApp({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks, extractor: createExtractor(config) }).callback());
+      opened(createHandler({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks, extractor: createExtractor(config) }));
     } catch (err) {
       await webhooks.stop();
       await store.close();

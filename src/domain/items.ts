@@ -112,12 +112,20 @@ export async function* itemViews(args: {
 }
 
 export async function getItem(args: { repo: OrgRepo; actor: Actor; path: string }): Promise<ItemView> {
+  return view(args.repo, readableEntry(args), true);
+}
+
+/**
+ * The index entry of the item at `path` when the actor may read it (role, path rules, scopes, item and
+ * folder rules), else the error GET answers: every check of a read, made before anything is read.
+ */
+export function readableEntry(args: { repo: OrgRepo; actor: Actor; path: string }): IndexEntry {
   const { repo, actor } = args;
   requireRole(actor, 'knowledge:read');
   const path = validatePath(args.path);
   const entry = repo.get(path);
   if (!readable(actor, entry, repo)) throw new ItemNotFound({ path });
-  return view(repo, entry, true);
+  return entry;
 }
 
 /** A put as asked for: what `checkPut` checks before any repository state is looked at. */

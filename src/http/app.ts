@@ -1,3 +1,4 @@
+import type { RequestListener } from 'node:http';
 import Koa from 'koa';
 import { systemClock, type Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
@@ -9,10 +10,12 @@ import { requireApiKey } from './middleware/auth.js';
 import { compression } from './middleware/compression.js';
 import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';
-import { limitFailedAuthentication, limitPerKey } from './middleware/rateLimit.js';
-import { requestContext } from './middleware/requestContext.js';
+import { limitFailedAuthentication, limitPerKey, perKeyBuckets, type TokenBuckets } from './middleware/rateLimit.js';
+import { withFastItemGet } from './fastItemGet.js';
+import { requestContext, type RequestNotes } from './middleware/requestContext.js';
 import { checkOrigin, MCP_PATH, mcpRoutes } from './mcp/endpoint.js';
 import { EventFeed } from '../domain/events.js';
+import { SecretHashes } from '../domain/keys.js';
 import { EventStreams, type EventStreamSettings } from './events/streamLimits.js';
 import { OPENAPI_PATH } from './openapi/serviceOperations.js';
 import { apiDocsRoutes } from './routes/apiDocs.js';
@@ -82,11 +85,36 @@ export interface AppDeps {
   webhooks?: Webhooks;
 }
 
+/** What Koa's middleware and the fast GET path share: the per-key quota, where answered requests are told, the hashes of keys seen. */
+export interface SharedParts {
+  perKey: TokenBuckets | undefined;
+  notes: RequestNotes;
+  hashes: SecretHashes;
+}
+
+export function sharedParts(deps: AppDeps): SharedParts {
+  const metrics = deps.metrics ?? silentMetrics;
+  return {
+    perKey: perKeyBuckets({ perMinute: deps.config.rateLimitPerKey, burst: deps.config.rateLimitPerKeyBurst }),
+    notes: { logger: deps.logger, observe: (r) => metrics.request(r) },
+    hashes: new SecretHashes(),
+  };
+}
+
+/**
+ * What the server serves: successful reads of an item by the fast GET path (fastItemGet.ts), everything
+ * else by the Koa application. Both spend the same per-key quota and write the same access log and metrics.
+ */
+export function createHandler(deps: AppDeps): RequestListener {
+  const shared = sharedParts(deps);
+  return withFastItemGet({ keys: deps.keys, orgs: deps.orgs, clock: deps.clock, ...shared }, createApp(deps, shared).callback());
+}
+
 /**
  * The Koa application: request context -> error envelope -> rate limits and API key -> routes.
  * No globals; everything passed in.
  */
-export function createApp(deps: AppDeps): Koa<AppState> {
+export function createApp(deps: AppDeps, shared: SharedParts = sharedParts(deps)): Koa<AppState> {
   const app = new Koa<AppState>();
   app.silent = true; // faults are logged once, by the error envelope, with their request id
   const { config } = deps;
@@ -95,10 +123,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.proxy = config.trustProxy > 0;
   app.maxIpsCount = config.trustProxy;
   const failedAuth = limitFailedAuthentication({ perMinute: config.rateLimitAuthFailures, burst: config.rateLimitAuthFailuresBurst });
-  const perKey = limitPerKey({ perMinute: config.rateLimitPerKey, burst: config.rateLimitPerKeyBurst });
+  const perKey = limitPerKey(shared.perKey);
   const metrics = deps.metrics ?? silentMetrics;
   const routeDeps: RouteDeps = { ...deps, metrics, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes, maxFileBytes: config.maxFileBytes, fileDownloads: config.fileDownloads };
-  const auth = requireApiKey(routeDeps);
+  const auth = requireApiKey({ ...routeDeps, hashes: shared.hashes });
   // Failures are counted per address (past its allowance an address's failures are 429, its valid keys still
   // served); a good key then spends its own quota.
   const api: Koa.Middleware<AppState> = (ctx, next) => failedAuth(ctx, () => auth(ctx, () => perKey(ctx, next)));
@@ -115,7 +143,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   router.use(apiDocsRoutes({ version: deps.version }).routes());
   const mcp = checkOrigin(config.allowedOrigins);
 
-  app.use(requestContext(deps.logger, (r) => metrics.request(r)));
+  app.use(requestContext(shared.notes));
   app.use(compression()); // outside the error envelope: failures are answered compressed too when large
   app.use(errorEnvelope(deps.logger));
   app.use(async (ctx, next) => {

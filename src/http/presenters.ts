@@ -34,6 +34,11 @@ export function presentItem(orgId: string, item: Pick<ItemView, 'record' | 'cont
   });
 }
 
+/** The envelope of an answer that holds one item (GET, PUT): the same object for Koa's routes and the fast GET path. */
+export function itemEnvelope(orgId: string, item: Pick<ItemView, 'record' | 'content'>): { success: true; data: { item: KnowledgeItem } } {
+  return { success: true, data: { item: presentItem(orgId, item) } };
+}
+
 /** Pieces of the list body are sent once they reach this many characters (few writes for small items, small pieces for big ones). */
 const LIST_PIECE_CHARS = 64 * 1024;
 

@@ -103,6 +103,9 @@ export async function runLoad(args: {
   };
 }
 
+/** The server's CPU microseconds per 2xx answer over a run: moves far less than req/s when the machine is busy. */
+export const cpuPerRequestUs = (r: LoadResult): number => ((r.serverCpuPercent / 100) * r.durationS * 1e6) / r.ok;
+
 /** A short line for progress output. */
 export function describeLoad(r: LoadResult): string {
   const bad = r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx ${JSON.stringify(r.statusCodes)}, ${r.errors} errors (${r.timeouts} timeouts)` : '';

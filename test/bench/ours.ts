@@ -29,8 +29,8 @@ export interface Startup {
   opened?: LogEntry;
 }
 
-export async function startAndProbe(args: { dataDir: string; pinning: Pinning; key: string; probePath?: string; env?: Record<string, string> }): Promise<Startup> {
-  const served = await startOurServer({ dataDir: args.dataDir, pinning: args.pinning, env: args.env });
+export async function startAndProbe(args: { dataDir: string; pinning: Pinning; key: string; probePath?: string; env?: Record<string, string>; cli?: string }): Promise<Startup> {
+  const served = await startOurServer({ dataDir: args.dataDir, pinning: args.pinning, env: args.env, cli: args.cli });
   const probe = `${served.url}${API}/items/${args.probePath ?? itemPath(0)}`;
   const t = performance.now();
   const first = await timedGet(probe, args.key);
@@ -227,7 +227,7 @@ export interface LogEntry {
   [field: string]: unknown;
 }
 
-/** The server's JSON log lines (it runs at LOG_LEVEL=info: no line per request, but opens and repacks are logged). */
+/** The server's JSON log lines (it runs at LOG_LEVEL=info: a line per request, and opens and repacks). */
 export function serverLog(text: string): LogEntry[] {
   const out: LogEntry[] = [];
   for (const line of text.split('\n')) {

@@ -18,12 +18,10 @@ import { copyFixture, ensureFixture, itemPath } from './fixtures.js';
 import { cpuSecondsOf, type Pinning } from './machine.js';
 import { stopServer } from './ours.js';
 import { startOurServer, type Served } from './processes.js';
+import { scriptOptions } from './settings.js';
 
-const argv = process.argv.slice(2);
-const opt = (name: string, dflt: number): number => {
-  const at = argv.indexOf(name);
-  return at === -1 ? dflt : Number(argv[at + 1]);
-};
+const options = scriptOptions();
+const opt = options.number;
 const PUTS = opt('--puts', 300);
 const ROUNDS = opt('--rounds', 3);
 const ITEMS = opt('--items', 10_000);

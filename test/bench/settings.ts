@@ -56,3 +56,12 @@ function positive(raw: string | undefined, fallback: number, name: string): numb
 export function progress(line: string): void {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 }
+
+/** `--name value` options of a bench script run on its own (putCost.ts, getCost.ts). */
+export function scriptOptions(argv: readonly string[] = process.argv.slice(2)): { number(name: string, dflt: number): number; text(name: string): string | undefined } {
+  const text = (name: string): string | undefined => {
+    const at = argv.indexOf(name);
+    return at === -1 ? undefined : argv[at + 1];
+  };
+  return { text, number: (name, dflt) => Number(text(name) ?? dflt) };
+}

@@ -215,6 +215,36 @@ describe('operations: request logs', () => {
     }
     expect(createLogger({ level: 'warn', write: (line) => out.push(line) }).info('hidden') === undefined && out.length).to.equal(2);
   });
+
+  it('the logger redacts credential fields one level down and credential headers, and leaves the fields it was given as they were', () => {
+    const out: string[] = [];
+    const logger = createLogger({ level: 'info', write: (line) => out.push(line) });
+    const fields = {
+      key: 'k',
+      token: 't',
+      password: 'p',
+      authorization: 'a',
+      request: { token: 'nested', password: 'pw', path: '/x' },
+      headers: { authorization: 'Bearer x', 'x-api-key': 'ks_short', cookie: 'c=1', accept: '*/*' },
+      other: { cookie: 'kept: not a headers object' },
+      keyId: 'id-1',
+      list: ['ks_not-scanned-inside-arrays'],
+    };
+    logger.info('fields', fields);
+    const line = JSON.parse(out[0] as string) as Record<string, unknown>;
+    expect(line).to.deep.include({
+      key: '[redacted]',
+      token: '[redacted]',
+      password: '[redacted]',
+      authorization: '[redacted]',
+      request: { token: '[redacted]', password: '[redacted]', path: '/x' },
+      headers: { authorization: '[redacted]', 'x-api-key': '[redacted]', cookie: '[redacted]', accept: '*/*' },
+      other: { cookie: 'kept: not a headers object' },
+      keyId: 'id-1',
+    });
+    expect(fields.request.token).to.equal('nested');
+    expect(fields.headers.authorization).to.equal('Bearer x');
+  });
 });
 
 describe('operations: GET /metrics', () => {

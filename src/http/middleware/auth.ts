@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import type { Clock } from '../../common/clock.js';
-import { authenticate } from '../../domain/keys.js';
+import { authenticate, type SecretHashes } from '../../domain/keys.js';
 import type { KeyStore } from '../../storage/keys/keyStore.js';
 import type { OrgStore } from '../../storage/repo/orgStore.js';
 import { Unauthorized } from '../httpErrors.js';
@@ -17,9 +17,9 @@ export function presentedKey(authorization: string, apiKeyHeader: string): strin
  * Runs before anything else is looked at: a missing, unknown or revoked key is
  * 401 `Invalid API key` on every API route, known or not.
  */
-export function requireApiKey(deps: { keys: KeyStore; orgs: OrgStore; clock?: Clock }): Middleware<AppState> {
+export function requireApiKey(deps: { keys: KeyStore; orgs: OrgStore; clock?: Clock; hashes?: SecretHashes }): Middleware<AppState> {
   return async (ctx, next) => {
-    const actor = await authenticate({ keys: deps.keys, secret: presentedKey(ctx.get('Authorization'), ctx.get('X-API-Key')), clock: deps.clock });
+    const actor = await authenticate({ keys: deps.keys, secret: presentedKey(ctx.get('Authorization'), ctx.get('X-API-Key')), clock: deps.clock, hashes: deps.hashes });
     const repo = actor && (await deps.orgs.get(actor.orgId));
     if (!actor || !repo) throw new Unauthorized();
     ctx.state.actor = actor;

@@ -7,7 +7,7 @@ import type { AppState } from '../state.js';
  * `Accept-Encoding: gzip` (Node's fetch sends it by default) went from ~9,000-11,000 to ~3,500-4,900 GET/s
  * at a 1 KiB threshold. Lists, the answers that are large, still shrink several times.
  */
-const COMPRESS_THRESHOLD_BYTES = 32 * 1024;
+export const COMPRESS_THRESHOLD_BYTES = 32 * 1024;
 
 /**
  * Compresses large answers for clients that accept it (contract §12): brotli (quality 4: fast) or gzip, as

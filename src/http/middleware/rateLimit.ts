@@ -157,10 +157,17 @@ export function limitFailedAuthentication(policy: RatePolicy): Middleware<AppSta
   };
 }
 
-/** Spends one request of the authenticated key's quota (429 when none is left); sets the RateLimit fields. */
-export function limitPerKey(policy: RatePolicy): Middleware<AppState> {
-  if (policy.perMinute <= 0) return (_ctx, next) => next();
-  const buckets = new TokenBuckets(policy);
+/** The per-key buckets of a policy, or none when the limit is off (0 per minute). */
+export function perKeyBuckets(policy: RatePolicy): TokenBuckets | undefined {
+  return policy.perMinute > 0 ? new TokenBuckets(policy) : undefined;
+}
+
+/**
+ * Spends one request of the authenticated key's quota (429 when none is left); sets the RateLimit fields.
+ * `buckets` are shared with the fast GET path, so both spend the same quota.
+ */
+export function limitPerKey(buckets: TokenBuckets | undefined): Middleware<AppState> {
+  if (!buckets) return (_ctx, next) => next();
   return async (ctx, next) => {
     const { allowed, quota } = buckets.take(ctx.state.actor.keyId);
     if (!allowed) throw new TooManyRequests({ scope: 'key', quota });

@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import { Slots } from '../../common/slots.js';
 import { getFile, putFile } from '../../domain/files.js';
 import { API_PREFIX, pathAfter, requirePermission, type RouteDeps } from './common.js';
-import { formatEtag, parseEtagCondition, presentItem } from '../presenters.js';
+import { formatEtag, itemEnvelope, parseEtagCondition } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { receiveUpload, refuseEarly } from '../uploadBody.js';
 import { DownloadBudget } from '../fileDownloads.js';
@@ -48,7 +48,7 @@ export function fileRoutes(options: Pick<RouteDeps, 'maxFileBytes' | 'extractor'
       });
     });
     ctx.set('ETag', formatEtag(item.etag));
-    ctx.body = { success: true, data: { item: presentItem(actor.orgId, item) } };
+    ctx.body = itemEnvelope(actor.orgId, item);
   });
 
   router.get(route, async (ctx) => {

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { diffVersions, getHistory, rollback } from '../../domain/history.js';
-import { presentItem } from '../presenters.js';
+import { itemEnvelope } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validation.js';
 import { API_PREFIX, jsonBody, pathAfter, requirePermission, SMALL_BODY_BYTES, type RouteDeps } from './common.js';
@@ -30,7 +30,7 @@ export function historyRoutes(options: Pick<RouteDeps, 'maxContentBytes' | 'cloc
     const { path, version } = validateBody.rollback(ctx.request.body);
     const { actor, repo } = ctx.state;
     const { item } = await rollback({ repo, actor, path, version, maxContentBytes: options.maxContentBytes, clock: options.clock });
-    ctx.body = { success: true, data: { item: presentItem(actor.orgId, item) } };
+    ctx.body = itemEnvelope(actor.orgId, item);
   });
 
   return router;

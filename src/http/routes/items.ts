@@ -4,11 +4,13 @@ import { InvalidInput } from '../../domain/errors.js';
 import { getItemAtRef, getItemVersion } from '../../domain/history.js';
 import { deleteItem, getItem, itemViews, putItem, selectItems } from '../../domain/items.js';
 import { API_PREFIX, jsonBody, pathAfter, requirePermission, type RouteDeps } from './common.js';
-import { formatEtag, itemListBody, parseEtagCondition, presentItem } from '../presenters.js';
+import { formatEtag, itemEnvelope, itemListBody, parseEtagCondition } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validation.js';
 
-const ITEMS_PREFIX = `${API_PREFIX}/items`;
+export const ITEMS_PREFIX = `${API_PREFIX}/items`;
+/** The item route as the router writes it (what logs and metrics name it by). */
+export const ITEM_ROUTE = `${ITEMS_PREFIX}{/*path}`;
 
 export function itemRoutes(options: Pick<RouteDeps, 'maxContentBytes' | 'logger' | 'clock'>): Router<AppState> {
   const router = new Router<AppState>();
@@ -44,7 +46,7 @@ export function itemRoutes(options: Pick<RouteDeps, 'maxContentBytes' | 'logger'
     ctx.body = Readable.from(pieces, { objectMode: false });
   });
 
-  const itemRoute = `${ITEMS_PREFIX}{/*path}`;
+  const itemRoute = ITEM_ROUTE;
 
   router.get(itemRoute, async (ctx) => {
     const { version, ref } = validateQuery.getItem(ctx.query);
@@ -63,7 +65,7 @@ export function itemRoutes(options: Pick<RouteDeps, 'maxContentBytes' | 'logger'
       ctx.status = 304;
       return;
     }
-    ctx.body = { success: true, data: { item: presentItem(actor.orgId, item) } };
+    ctx.body = itemEnvelope(actor.orgId, item);
   });
 
   router.put(itemRoute, requirePermission('knowledge:write'), parseJson, async (ctx) => {
@@ -85,7 +87,7 @@ export function itemRoutes(options: Pick<RouteDeps, 'maxContentBytes' | 'logger'
       clock: options.clock,
     });
     ctx.set('ETag', formatEtag(item.etag));
-    ctx.body = { success: true, data: { item: presentItem(actor.orgId, item) } };
+    ctx.body = itemEnvelope(actor.orgId, item);
   });
 
   router.delete(itemRoute, requirePermission('knowledge:admin'), async (ctx) => {

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { moveItem } from '../../domain/moves.js';
-import { etagConditionField, formatEtag, presentItem } from '../presenters.js';
+import { etagConditionField, formatEtag, itemEnvelope } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validation.js';
 import { API_PREFIX, jsonBody, requirePermission, SMALL_BODY_BYTES, type RouteDeps } from './common.js';
@@ -16,7 +16,7 @@ export function moveRoutes(deps: Pick<RouteDeps, 'clock'>): Router<AppState> {
     const { actor, repo } = ctx.state;
     const { item } = await moveItem({ repo, actor, from: body.from, to: body.to, ifMatch, message: body.message, clock: deps.clock });
     ctx.set('ETag', formatEtag(item.etag));
-    ctx.body = { success: true, data: { item: presentItem(actor.orgId, item) } };
+    ctx.body = itemEnvelope(actor.orgId, item);
   });
 
   return router;

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { listTrash, purgeItem, restoreItem } from '../../domain/trash.js';
-import { presentItem, presentTrashItem } from '../presenters.js';
+import { itemEnvelope, presentTrashItem } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validation.js';
 import { API_PREFIX, jsonBody, pathAfter, requirePermission, SMALL_BODY_BYTES, type RouteDeps } from './common.js';
@@ -24,7 +24,7 @@ export function trashRoutes(deps: Pick<RouteDeps, 'clock'>): Router<AppState> {
     const { path } = validateBody.path(ctx.request.body);
     const { actor, repo } = ctx.state;
     const item = await restoreItem({ repo, actor, path, clock: deps.clock });
-    ctx.body = { success: true, data: { item: presentItem(actor.orgId, item) } };
+    ctx.body = itemEnvelope(actor.orgId, item);
   });
 
   router.delete(`${TRASH_ITEMS_PREFIX}{/*path}`, admin, async (ctx) => {
