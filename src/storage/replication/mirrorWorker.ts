@@ -128,7 +128,7 @@ export class MirrorWorker {
     if (this.stopped && result.outcome !== 'pushed') return;
     deps.pushed(result.outcome, seconds);
     if (result.outcome === 'pushed') return this.succeeded(commit);
-    const error = hideCredentials(lastLines(result.output), deps.url);
+    const error = hideCredentials(gitReason(result.output), deps.url);
     const pause = Math.min(deps.settings.retryBaseMs * 2 ** Math.min(progress.failures, 30), deps.settings.retryMaxMs);
     const state: MirrorState = result.outcome === 'rejected' ? 'rejected' : 'failing';
     if (state !== progress.state || error !== progress.lastError) {
@@ -153,9 +153,13 @@ export class MirrorWorker {
   }
 }
 
-/** The end of what git said, where its reason is (at most 500 characters). */
-function lastLines(output: string): string {
-  const lines = output.split('\n').map((l) => l.trim()).filter(Boolean);
-  const tail = lines.slice(-4).join(' | ');
+/** What git said that tells why (its hints and progress left out), at most 500 characters. */
+function gitReason(output: string): string {
+  const lines = output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !/^(hint:|Done$|To )/.test(l))
+    .map((l) => l.replace(/^!\t\S+\t/, 'refused: '));
+  const tail = lines.slice(-3).join(' | ');
   return (tail || 'git push failed without a message').slice(-500);
 }

@@ -30,6 +30,7 @@ const SCHEMES = ['git:', 'http:', 'https:', 'ssh:', 'file:'];
  */
 export function remoteUrlProblem(url: string): string | null {
   if (url.startsWith('/')) return /[\s\0]/.test(url) ? 'a path with spaces or control characters' : null;
+  if (/^[^/:]+:(?!\/\/)/.test(url) && url.includes('@')) return 'an scp-like user@host:path; write ssh://user@host/path';
   let parsed: URL;
   try {
     parsed = new URL(url);
