@@ -1,21 +1,12 @@
 import { expect } from 'chai';
 import type { Config } from '../../src/app/config.js';
 import { createLogger, type Logger } from '../../src/common/log.js';
+import type { MirrorView } from '../../src/domain/replication.js';
 import type { ReplicationSettings } from '../../src/storage/replication/remotes.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 
 /** One mirror as GET /replication answers it. */
-export interface MirrorJson {
-  url: string;
-  state: string;
-  pushedCommit: string | null;
-  pushedAt: string | null;
-  lagCommits: number;
-  lagSeconds: number;
-  failures: number;
-  lastError: string | null;
-  nextRetryAt: string | null;
-}
+export type MirrorJson = MirrorView;
 
 /** Fast retries for tests: 100 ms doubling to 400 ms, pushes killed after `timeoutMs`. */
 export function replicating(urls: string[], timeoutMs = 10_000): ReplicationSettings {
