@@ -8,6 +8,7 @@
  * The built server runs as a child process (`knowledge-store serve`); autocannon drives 16 connections,
  * each with one PUT in flight, every PUT a new version of one of 500 items (each one commit).
  * Rounds alternate (no mirror, mirror, mirror down) so that drift in a shared machine's load falls on both alike.
+ * Then what one push costs the node: one writer, a push per commit, server CPU per PUT with and without a mirror.
  *
  * Run with `npm run build && npx tsx test/bench/replication.ts [seconds] [rounds]` (defaults 20, 2).
  */
@@ -20,6 +21,7 @@ import { freePort, GitDaemon } from '../support/gitDaemon.js';
 import { git } from '../support/git.js';
 import { tmpDir } from '../support/tmp.js';
 import { describeLoad, runLoad, type LoadResult } from './load.js';
+import { cpuSecondsOf } from './machine.js';
 import { stats } from './timing.js';
 
 const SECONDS = Number(process.argv[2] ?? 20);
@@ -51,6 +53,13 @@ interface Round {
   failedPushes: number;
 }
 
+/** The server's CPU per commit over the run, in ms, and its finished git children's (pushes, repacks). */
+function cpuPerCommit(r: Round): string {
+  const commits = r.commitsPerSecond * r.load.durationS;
+  const per = (percent: number): string => ((percent / 100) * r.load.durationS * 1000 / commits).toFixed(2);
+  return `${per(r.load.serverCpuPercent)} (+ ${per(r.load.serverChildrenCpuPercent)})`;
+}
+
 const loadAverage = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 async function mirrorStatus(server: ServeChild, key: string): Promise<{ lagCommits: number; lagSeconds: number; state: string } | undefined> {
@@ -70,24 +79,40 @@ async function pushesOf(server: ServeChild, result: string): Promise<number> {
   return m ? Number(m[1]) : 0;
 }
 
-async function round(kind: Kind): Promise<Round> {
+/** A node (the built server) with a mirror of `kind`, for the time `fn` runs; everything is removed after. */
+async function withNode<T>(kind: Kind, fn: (node: { server: ServeChild; key: string; gitdir: string; mirrorDir: string | null }) => Promise<T>): Promise<T> {
   const tmp = await tmpDir('ks-bench-repl');
   const where = process.env.BENCH_MIRROR_DIR;
-  const mirrorBase = where ? { dir: await mkdtemp(`${where}/ks-bench-mirror-`), cleanup: (): Promise<void> => rm(mirrorBase?.dir ?? '', { recursive: true, force: true }) } : undefined;
+  const mirrorBase = where ? await mkdtemp(`${where}/ks-bench-mirror-`) : tmp.dir;
   let daemon: GitDaemon | undefined;
-  const mirror = kind === 'mirror';
+  let server: ServeChild | undefined;
   try {
     // LOG_LEVEL error: a mirror that is down is logged at warn, once per change of its error.
     const env: Record<string, string> = { KNOWLEDGE_RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'error' };
-    if (mirror) {
-      daemon = await GitDaemon.start(mirrorBase?.dir ?? tmp.dir);
+    if (kind === 'mirror') {
+      daemon = await GitDaemon.start(mirrorBase);
       await daemon.create('default.git');
       env.KNOWLEDGE_REPLICATE = daemon.url('{org}.git');
     }
     if (kind === 'down') env.KNOWLEDGE_REPLICATE = `git://127.0.0.1:${await freePort()}/{org}.git`;
-    const server = await spawnServe(`${tmp.dir}/data`, 30_000, env);
-    const key = server.adminKey as string;
-    const gitdir = `${tmp.dir}/data/orgs/default.git`;
+    server = await spawnServe(`${tmp.dir}/data`, 30_000, env);
+    const result = await fn({ server, key: server.adminKey as string, gitdir: `${tmp.dir}/data/orgs/default.git`, mirrorDir: daemon ? `${mirrorBase}/default.git` : null });
+    await server.kill('SIGTERM');
+    return result;
+  } finally {
+    await server?.kill('SIGKILL');
+    await daemon?.stop();
+    await tmp.cleanup();
+    if (where) await rm(mirrorBase, { recursive: true, force: true });
+  }
+}
+
+async function untilCaughtUp(server: ServeChild, key: string): Promise<void> {
+  for (let i = 0; i < CATCH_UP_LIMIT_MS / SAMPLE_MS && (await mirrorStatus(server, key))?.lagCommits !== 0; i++) await new Promise((r) => setTimeout(r, SAMPLE_MS));
+}
+
+function round(kind: Kind): Promise<Round> {
+  return withNode(kind, async ({ server, key, gitdir, mirrorDir }) => {
     let n = 0;
     const next = (): { method: 'PUT'; path: string; body: string } => {
       const i = n++;
@@ -95,15 +120,15 @@ async function round(kind: Kind): Promise<Round> {
     };
     // Warm-up: a second of load, then the mirror (if any) catches up before the measured run.
     await runLoad({ url: server.url, connections: WRITERS, durationS: 1, key, next });
-    if (mirror) {
-      for (let i = 0; i < CATCH_UP_LIMIT_MS / SAMPLE_MS && (await mirrorStatus(server, key))?.lagCommits !== 0; i++) await new Promise((r) => setTimeout(r, SAMPLE_MS));
-    }
-    const pushesBefore = kind !== 'none' ? await pushesOf(server, 'pushed') : 0;
-    const failedBefore = kind !== 'none' ? (await pushesOf(server, 'failed')) + (await pushesOf(server, 'rejected')) : 0;
+    if (mirrorDir) await untilCaughtUp(server, key);
+    const replicating = kind !== 'none';
+    const failed = async (): Promise<number> => (await pushesOf(server, 'failed')) + (await pushesOf(server, 'rejected'));
+    const pushesBefore = replicating ? await pushesOf(server, 'pushed') : 0;
+    const failedBefore = replicating ? await failed() : 0;
     const commitsBefore = await commitCount(gitdir);
     const during: Sample[] = [];
     const started = performance.now();
-    let sampling = kind !== 'none';
+    let sampling = replicating;
     const sampler = (async () => {
       while (sampling) {
         const at = performance.now() - started;
@@ -113,37 +138,55 @@ async function round(kind: Kind): Promise<Round> {
       }
     })();
     const load = await runLoad({ url: server.url, connections: WRITERS, durationS: SECONDS, key, serverPid: server.pid, next });
-    const loadEnded = performance.now();
+    const loadEnded = performance.now() - started;
     const commits = (await commitCount(gitdir)) - commitsBefore;
     let catchUpMs = NaN;
-    if (mirror) {
-      const limit = loadEnded + CATCH_UP_LIMIT_MS;
+    if (mirrorDir) {
+      const limit = performance.now() + CATCH_UP_LIMIT_MS;
       for (;;) {
         const last = during[during.length - 1];
-        if (last && last.at > loadEnded - started && last.lagCommits === 0) {
-          catchUpMs = last.at - (loadEnded - started);
+        if (last && last.at > loadEnded && last.lagCommits === 0) {
+          catchUpMs = last.at - loadEnded;
           break;
         }
         if (performance.now() > limit) throw new Error(`the mirror did not catch up within ${CATCH_UP_LIMIT_MS} ms`);
         await new Promise((r) => setTimeout(r, SAMPLE_MS / 2));
       }
-      sampling = false;
-      await sampler;
       const node = (await git(['rev-parse', 'main'], { gitdir })).trim();
-      const mirrored = (await git(['rev-parse', 'main'], { gitdir: `${mirrorBase?.dir ?? tmp.dir}/default.git` })).trim();
+      const mirrored = (await git(['rev-parse', 'main'], { gitdir: mirrorDir })).trim();
       if (node !== mirrored) throw new Error(`the mirror is at ${mirrored}, the node at ${node}`);
     }
-    const pushes = kind !== 'none' ? (await pushesOf(server, 'pushed')) - pushesBefore : 0;
-    const failedPushes = kind !== 'none' ? (await pushesOf(server, 'failed')) + (await pushesOf(server, 'rejected')) - failedBefore : 0;
     sampling = false;
     await sampler;
-    await server.kill('SIGTERM');
-    return { kind, load, commitsPerSecond: commits / load.durationS, during: during.filter((s) => s.at <= loadEnded - started), catchUpMs, pushes, failedPushes };
-  } finally {
-    await daemon?.stop();
-    await tmp.cleanup();
-    await mirrorBase?.cleanup();
-  }
+    const pushes = replicating ? (await pushesOf(server, 'pushed')) - pushesBefore : 0;
+    const failedPushes = replicating ? (await failed()) - failedBefore : 0;
+    return { kind, load, commitsPerSecond: commits / load.durationS, during: during.filter((s) => s.at <= loadEnded), catchUpMs, pushes, failedPushes };
+  });
+}
+
+/**
+ * What one push costs the node: one writer, PUTs 20 ms apart, so that each commit gets a push of its own;
+ * the server's CPU per PUT with and without a mirror.
+ */
+function pushCost(kind: Kind, puts: number): Promise<{ cpuMsPerPut: number; pushes: number }> {
+  return withNode(kind, async ({ server, key }) => {
+    const put = async (i: number): Promise<void> => {
+      const res = await fetch(`${server.url}/api/v1/knowledge/items/one/item-${i % 50}.md`, { method: 'PUT', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ content: `one writer, version ${i}\n` }) });
+      if (res.status !== 200) throw new Error(`PUT: ${res.status}`);
+      await res.text();
+    };
+    for (let i = 0; i < 50; i++) await put(i);
+    if (kind === 'mirror') await untilCaughtUp(server, key);
+    const pushesBefore = await pushesOf(server, 'pushed');
+    const before = await cpuSecondsOf(server.pid);
+    for (let i = 0; i < puts; i++) {
+      await put(i);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    if (kind === 'mirror') await untilCaughtUp(server, key);
+    const after = await cpuSecondsOf(server.pid);
+    return { cpuMsPerPut: ((after.self - before.self) * 1000) / puts, pushes: (await pushesOf(server, 'pushed')) - pushesBefore };
+  });
 }
 
 await ensureBuilt();
@@ -158,8 +201,8 @@ try {
     }
   }
   console.log('');
-  console.log('| run | mirror | commits/s | PUT p50 ms | PUT p99 ms | lag commits p50 / p95 / max | lag s p50 / p95 / max | caught up after load (s) | pushes (failed) |');
-  console.log('|---|---|---|---|---|---|---|---|---|');
+  console.log('| run | mirror | commits/s | server CPU ms/commit (+ git children) | PUT p50 ms | PUT p99 ms | lag commits p50 / p95 / max | lag s p50 / p95 / max | caught up after load (s) | pushes (failed) |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   rounds.forEach((r, i) => {
     const commits = stats(r.during.map((s) => s.lagCommits));
     const secs = stats(r.during.map((s) => s.lagSeconds));
@@ -168,9 +211,17 @@ try {
       r.kind !== 'none'
         ? `${commits.median} / ${commits.p95} / ${commits.max} | ${secs.median.toFixed(2)} / ${secs.p95.toFixed(2)} / ${secs.max.toFixed(2)} | ${caughtUp} | ${r.pushes} (${r.failedPushes})`
         : '– | – | – | –';
-    console.log(`| ${Math.floor(i / KINDS.length) + 1} | ${LABEL[r.kind]} | ${r.commitsPerSecond.toFixed(0)} | ${r.load.latencyMs.p50} | ${r.load.latencyMs.p99} | ${lag} |`);
+    console.log(`| ${Math.floor(i / KINDS.length) + 1} | ${LABEL[r.kind]} | ${r.commitsPerSecond.toFixed(0)} | ${cpuPerCommit(r)} | ${r.load.latencyMs.p50} | ${r.load.latencyMs.p99} | ${lag} |`);
   });
-  console.log(`\nlag sampled from GET /replication every ${SAMPLE_MS} ms during the load (${rounds.filter((r) => r.kind !== 'none').map((r) => r.during.length).join(', ')} samples); load average at the end ${loadAverage()}`);
+  const costs: string[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const kind of ['none', 'mirror'] as const) {
+      const c = await pushCost(kind, 300);
+      costs.push(`${LABEL[kind]} ${c.cpuMsPerPut.toFixed(2)} ms${kind === 'mirror' ? ` (${c.pushes} pushes)` : ''}`);
+    }
+  }
+  console.log(`\none writer, 300 PUTs 20 ms apart (a push per commit): server CPU per PUT ${costs.join('; ')}; load average ${loadAverage()}`);
+  console.log(`lag sampled from GET /replication every ${SAMPLE_MS} ms during the load (${rounds.filter((r) => r.kind !== 'none').map((r) => r.during.length).join(', ')} samples); load average at the end ${loadAverage()}`);
 } finally {
   await killAllChildren();
 }
