@@ -98,6 +98,7 @@ export const DEFAULTS = {
   replicateRetryBaseMs: 1_000,
   replicateRetryMaxMs: 300_000,
   replicateConcurrency: 4,
+  replicateIntervalMs: 0,
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = {}): Config {
@@ -183,6 +184,7 @@ function replicationSettings(env: NodeJS.ProcessEnv): ReplicationSettings {
     retryBaseMs,
     retryMaxMs,
     concurrency: ms('KNOWLEDGE_REPLICATE_CONCURRENCY', DEFAULTS.replicateConcurrency, 1, 64),
+    intervalMs: ms('KNOWLEDGE_REPLICATE_INTERVAL_MS', DEFAULTS.replicateIntervalMs, 0, 3_600_000),
   };
 }
 

@@ -21,7 +21,7 @@ describe('replication settings (KNOWLEDGE_REPLICATE)', () => {
     ]);
     expect(remotesOf({ remotes }, 'beta')).to.have.length(5);
     const config = loadConfig({ KNOWLEDGE_REPLICATE: 'git://m/{org}.git', KNOWLEDGE_REPLICATE_RETRY_BASE_MS: '50', KNOWLEDGE_REPLICATE_TIMEOUT_MS: '5000' });
-    expect(config.replication).to.deep.equal({ remotes: [{ org: null, url: 'git://m/{org}.git' }], timeoutMs: 5000, retryBaseMs: 50, retryMaxMs: 300_000, concurrency: 4 });
+    expect(config.replication).to.deep.equal({ remotes: [{ org: null, url: 'git://m/{org}.git' }], timeoutMs: 5000, retryBaseMs: 50, retryMaxMs: 300_000, concurrency: 4, intervalMs: 0 });
     expect(loadConfig({}).replication.remotes).to.deep.equal([]);
   });
 

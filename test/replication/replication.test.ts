@@ -229,6 +229,22 @@ describe('replication to a git mirror (git daemon on 127.0.0.1)', function () {
     }
   });
 
+  it('coalesces: commits made while a push waits for KNOWLEDGE_REPLICATE_INTERVAL_MS go in one push', async () => {
+    const mirror = await daemon.create('default.git');
+    ({ server } = await replicatingServer({ ...replicating([daemon.url('{org}.git')]), intervalMs: 2_000 }));
+    const s = server;
+    const admin = s.adminKey;
+    const pushed = async (): Promise<number> => Number(/^knowledge_replication_pushes_total\{result="pushed"\} (\d+)$/m.exec(await (await fetch(`${s.url}/metrics`)).text())?.[1] ?? 0);
+    await eventually('the start push', () => firstMirrorWhen(s, admin, (m, h) => m.state === 'ok' && m.pushedCommit === h));
+    const before = await pushed();
+    for (let i = 0; i < 10; i++) await put(s, admin, `c${i}.md`, `c${i}\n`);
+    const node = await head(s.gitdir());
+    await eventually('the mirror caught up', () => firstMirrorWhen(s, admin, (m) => m.pushedCommit === node && m.lagCommits === 0), 20_000);
+    // Ten commits, made within the interval of one push: at most that push and the next.
+    expect((await pushed()) - before).to.be.within(1, 2);
+    expect(await head(mirror)).to.equal(node);
+  });
+
   it('shows the status to admin keys without scopes only, and an empty list where no mirror is configured', async () => {
     ({ server } = await replicatingServer(replicating([])));
     const s = server;

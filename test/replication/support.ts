@@ -10,7 +10,7 @@ export type MirrorJson = MirrorView;
 
 /** Fast retries for tests: 100 ms doubling to 400 ms, pushes killed after `timeoutMs`. */
 export function replicating(urls: string[], timeoutMs = 10_000): ReplicationSettings {
-  return { remotes: urls.map((url) => ({ org: null, url })), timeoutMs, retryBaseMs: 100, retryMaxMs: 400, concurrency: 4 };
+  return { remotes: urls.map((url) => ({ org: null, url })), timeoutMs, retryBaseMs: 100, retryMaxMs: 400, concurrency: 4, intervalMs: 0 };
 }
 
 /** A server replicating to `settings`, its warnings and errors kept in `logs`. */

@@ -34,7 +34,7 @@ export interface MirrorWorkerDeps {
   gitdir: string;
   url: string;
   git: GitCli;
-  settings: Pick<ReplicationSettings, 'timeoutMs' | 'retryBaseMs' | 'retryMaxMs'>;
+  settings: Pick<ReplicationSettings, 'timeoutMs' | 'retryBaseMs' | 'retryMaxMs' | 'intervalMs'>;
   /** Pushes across the process share these (each is a C git process). */
   slots: Slots;
   logger: Logger;
@@ -60,6 +60,8 @@ export class MirrorWorker {
   private readonly abort = new AbortController();
   private stopped = false;
   private confirmed = false;
+  /** When the last push started (Date.now()), for the least interval between two pushes. */
+  private lastStart = 0;
   private readonly progress: MirrorProgress;
   readonly done: Promise<void>;
 
@@ -98,7 +100,7 @@ export class MirrorWorker {
       this.waker.clear();
       const head = this.deps.head();
       if (head && (!this.confirmed || head !== this.progress.pushedCommit)) {
-        await this.untilRetry();
+        await this.untilDue();
         if (this.stopped) return;
         await this.deps.slots.run(() => this.push(head));
         continue;
@@ -107,10 +109,13 @@ export class MirrorWorker {
     }
   }
 
-  /** Waits out the backoff (new commits do not cut it short; a stop does). */
-  private async untilRetry(): Promise<void> {
-    const due = this.progress.nextRetryAt?.getTime();
-    while (!this.stopped && due !== undefined && Date.now() < due) {
+  /**
+   * Waits out the backoff after a failure, and the least interval between two pushes (commits meanwhile
+   * ride on the next push); new commits cut neither short, a stop does.
+   */
+  private async untilDue(): Promise<void> {
+    const due = Math.max(this.progress.nextRetryAt?.getTime() ?? 0, this.lastStart + this.deps.settings.intervalMs);
+    while (!this.stopped && Date.now() < due) {
       this.waker.clear();
       await this.waker.wait(due - Date.now());
     }
@@ -122,6 +127,7 @@ export class MirrorWorker {
     // Pushes the head as it is now (newer than `head` when the slot took a while).
     const commit = deps.head() ?? head;
     if (progress.state === 'ok') progress.state = 'pushing';
+    this.lastStart = Date.now();
     const started = process.hrtime.bigint();
     const result = await deps.git.push({ gitdir: deps.gitdir, url: deps.url, commit, timeoutMs: deps.settings.timeoutMs, signal: this.abort.signal });
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -17,6 +17,8 @@ export interface ReplicationSettings {
   /** The pause after the first failure; it doubles with each failure in a row, up to `retryMaxMs`. */
   retryBaseMs: number;
   retryMaxMs: number;
+  /** The least time between the starts of two pushes to one mirror: commits meanwhile go in one push. */
+  intervalMs: number;
   /** Pushes running at once across organizations and remotes (each is a C git process). */
   concurrency: number;
 }
