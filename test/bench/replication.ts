@@ -80,7 +80,7 @@ async function pushesOf(server: ServeChild, result: string): Promise<number> {
 }
 
 /** A node (the built server) with a mirror of `kind`, for the time `fn` runs; everything is removed after. */
-async function withNode<T>(kind: Kind, fn: (node: { server: ServeChild; key: string; gitdir: string; mirrorDir: string | null }) => Promise<T>): Promise<T> {
+async function withNode<T>(kind: Kind, extraEnv: Record<string, string>, fn: (node: { server: ServeChild; key: string; gitdir: string; mirrorDir: string | null }) => Promise<T>): Promise<T> {
   const tmp = await tmpDir('ks-bench-repl');
   const where = process.env.BENCH_MIRROR_DIR;
   const mirrorBase = where ? await mkdtemp(`${where}/ks-bench-mirror-`) : tmp.dir;
@@ -88,7 +88,7 @@ async function withNode<T>(kind: Kind, fn: (node: { server: ServeChild; key: str
   let server: ServeChild | undefined;
   try {
     // LOG_LEVEL error: a mirror that is down is logged at warn, once per change of its error.
-    const env: Record<string, string> = { KNOWLEDGE_RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'error' };
+    const env: Record<string, string> = { KNOWLEDGE_RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'error', ...extraEnv };
     if (kind === 'mirror') {
       daemon = await GitDaemon.start(mirrorBase);
       await daemon.create('default.git');
@@ -112,7 +112,7 @@ async function untilCaughtUp(server: ServeChild, key: string): Promise<void> {
 }
 
 function round(kind: Kind): Promise<Round> {
-  return withNode(kind, async ({ server, key, gitdir, mirrorDir }) => {
+  return withNode(kind, {}, async ({ server, key, gitdir, mirrorDir }) => {
     let n = 0;
     const next = (): { method: 'PUT'; path: string; body: string } => {
       const i = n++;
@@ -169,7 +169,8 @@ function round(kind: Kind): Promise<Round> {
  * the server's CPU per PUT with and without a mirror.
  */
 function pushCost(kind: Kind, puts: number): Promise<{ cpuMsPerPut: number; pushes: number }> {
-  return withNode(kind, async ({ server, key }) => {
+  // No least interval here, whatever the environment says: every commit is to get its own push.
+  return withNode(kind, { KNOWLEDGE_REPLICATE_INTERVAL_MS: '0' }, async ({ server, key }) => {
     const put = async (i: number): Promise<void> => {
       const res = await fetch(`${server.url}/api/v1/knowledge/items/one/item-${i % 50}.md`, { method: 'PUT', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ content: `one writer, version ${i}\n` }) });
       if (res.status !== 200) throw new Error(`PUT: ${res.status}`);
@@ -191,7 +192,7 @@ function pushCost(kind: Kind, puts: number): Promise<{ cpuMsPerPut: number; push
 
 await ensureBuilt();
 try {
-  console.log(`replication bench: ${WRITERS} writers, ${SECONDS} s per run, ${ROUNDS} rounds; mirror repository in ${process.env.BENCH_MIRROR_DIR ?? os.tmpdir()}; ${os.cpus().length} cores; load average at start ${loadAverage()}`);
+  console.log(`replication bench: ${WRITERS} writers, ${SECONDS} s per run, ${ROUNDS} rounds; mirror repository in ${process.env.BENCH_MIRROR_DIR ?? os.tmpdir()}; KNOWLEDGE_REPLICATE_INTERVAL_MS ${process.env.KNOWLEDGE_REPLICATE_INTERVAL_MS || '0 (default)'}; ${os.cpus().length} cores; load average at start ${loadAverage()}`);
   const rounds: Round[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     for (const kind of KINDS) {
