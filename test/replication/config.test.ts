@@ -45,7 +45,8 @@ describe('replication settings (KNOWLEDGE_REPLICATE)', () => {
   });
 
   it('stops `serve` at start with the message, before the data directory is touched', async function () {
-    this.timeout(30_000);
+    // A build (ensureBuilt) on a busy machine takes a while.
+    this.timeout(90_000);
     await ensureBuilt();
     const tmp = await tmpDir('ks-repl-config');
     try {

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { errnoCode } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { Slots } from '../../common/slots.js';
-import { writeFileDurable } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, PushResult } from '../git/gitCli.js';
 import type { DerivedView } from '../repo/derivedViews.js';
@@ -89,8 +88,7 @@ export class OrgReplicator {
     const all = history.all();
     return this.workers.map((w) => {
       const progress = w.status();
-      const at = progress.pushedCommit === null ? undefined : history.after(progress.pushedCommit)?.length;
-      const lagCommits = at ?? all.length;
+      const lagCommits = (progress.pushedCommit === null ? undefined : history.countAfter(progress.pushedCommit)) ?? all.length;
       const oldest = all[all.length - lagCommits];
       const since = oldest ? (this.publishedAt.get(oldest.commitId) ?? oldest.timestamp * 1000) : now;
       return { ...progress, lagCommits, lagSeconds: lagCommits === 0 ? 0 : Math.max(0, (now - since) / 1000) };
@@ -125,11 +123,21 @@ export class OrgReplicator {
     return {};
   }
 
-  /** Writes where a mirror now is; one write at a time, never failing the push (only the lag after a restart depends on it). */
+  /**
+   * Writes where a mirror now is; one write at a time, never failing the push (only the lag after a restart
+   * depends on it). Renamed into place but not fsynced: pushes come several a second under load, and their
+   * fsyncs would queue with the group commits'. A crash may leave the file from before (or none): the lag
+   * then counts from there until the start push, which tells the truth.
+   */
   private remember(url: string, commit: string, at: Date): Promise<void> {
     this.remembered[keyOf(url)] = { commit, at: at.toISOString() };
+    const { fs } = this.deps;
+    const tmp = `${this.file}.tmp`;
     this.saving = this.saving
-      .then(() => writeFileDurable(this.deps.fs, this.file, `${JSON.stringify({ mirrors: this.remembered })}\n`))
+      .then(async () => {
+        await fs.writeFile(tmp, `${JSON.stringify({ mirrors: this.remembered })}\n`);
+        await fs.rename(tmp, this.file);
+      })
       .catch((err: unknown) => this.deps.logger.warn('could not record where a mirror is', { org: this.orgId, error: String(err) }));
     return this.saving;
   }
