@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { isLogLevel, type LogLevel } from '../common/log.js';
 import type { MetricsAccess } from '../common/metrics.js';
 import type { WebhookSettings } from '../domain/webhooks.js';
+import { parseRemotes, type ReplicationSettings } from '../storage/replication/remotes.js';
 import { EVENT_STREAM_DEFAULTS, type EventStreamSettings } from '../http/events/streamLimits.js';
 import { FILE_DOWNLOAD_DEFAULTS, type FileDownloadSettings } from '../http/fileDownloads.js';
 
@@ -46,6 +47,8 @@ export interface Config {
   eventStreams: EventStreamSettings;
   /** Webhook delivery (README, Events). */
   webhooks: WebhookSettings;
+  /** Git mirrors each organization's main is pushed to (KNOWLEDGE_REPLICATE; README, Scaling). */
+  replication: ReplicationSettings;
 }
 
 
@@ -96,6 +99,11 @@ export const DEFAULTS = {
   metrics: 'local',
   webhookRetryBaseMs: 30_000,
   webhookTimeoutMs: 10_000,
+  replicateTimeoutMs: 60_000,
+  replicateRetryBaseMs: 1_000,
+  replicateRetryMaxMs: 300_000,
+  replicateConcurrency: 4,
+  replicateIntervalMs: 0,
 } as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = {}): Config {
@@ -141,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     retryBaseMs: integer(env.KNOWLEDGE_WEBHOOK_RETRY_BASE_MS || undefined, DEFAULTS.webhookRetryBaseMs, 'KNOWLEDGE_WEBHOOK_RETRY_BASE_MS', 10, 3_600_000),
     timeoutMs: integer(env.KNOWLEDGE_WEBHOOK_TIMEOUT_MS || undefined, DEFAULTS.webhookTimeoutMs, 'KNOWLEDGE_WEBHOOK_TIMEOUT_MS', 100, 120_000),
   };
+  const replication = replicationSettings(env);
   const logLevel = pick(overrides.logLevel, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!isLogLevel(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of error, warn, info, debug (got "${logLevel}")`);
   return {
@@ -164,6 +173,28 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     fileDownloads,
     eventStreams,
     webhooks,
+    replication,
+  };
+}
+
+function replicationSettings(env: NodeJS.ProcessEnv): ReplicationSettings {
+  let remotes: ReplicationSettings['remotes'];
+  try {
+    remotes = parseRemotes(env.KNOWLEDGE_REPLICATE ?? '');
+  } catch (err) {
+    throw new ConfigError(`KNOWLEDGE_REPLICATE: ${(err as Error).message}`);
+  }
+  const ms = (name: string, fallback: number, min: number, max: number): number => integer(env[name] || undefined, fallback, name, min, max);
+  const retryBaseMs = ms('KNOWLEDGE_REPLICATE_RETRY_BASE_MS', DEFAULTS.replicateRetryBaseMs, 10, 3_600_000);
+  const retryMaxMs = ms('KNOWLEDGE_REPLICATE_RETRY_MAX_MS', Math.max(DEFAULTS.replicateRetryMaxMs, retryBaseMs), 10, 86_400_000);
+  if (retryMaxMs < retryBaseMs) throw new ConfigError(`KNOWLEDGE_REPLICATE_RETRY_MAX_MS (${retryMaxMs}) must not be below KNOWLEDGE_REPLICATE_RETRY_BASE_MS (${retryBaseMs})`);
+  return {
+    remotes,
+    timeoutMs: ms('KNOWLEDGE_REPLICATE_TIMEOUT_MS', DEFAULTS.replicateTimeoutMs, 100, 3_600_000),
+    retryBaseMs,
+    retryMaxMs,
+    concurrency: ms('KNOWLEDGE_REPLICATE_CONCURRENCY', DEFAULTS.replicateConcurrency, 1, 64),
+    intervalMs: ms('KNOWLEDGE_REPLICATE_INTERVAL_MS', DEFAULTS.replicateIntervalMs, 0, 3_600_000),
   };
 }
 

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Metrics } from '../common/metrics.js';
+import type { ReplicationTotals } from '../storage/replication/replication.js';
 
 /** Latency buckets, in seconds: a cached read is well under a millisecond, a repack of a large organization minutes. */
 const LATENCY = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -9,6 +10,11 @@ const BATCH = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 /** What a gauge reads when /metrics is scraped (the stores' own counts, never a copy kept in step). */
 interface MetricsSources {
   stats(): { openOrganizations: number; queuedWrites: number };
+}
+
+/** What the replication gauges read (none when no mirror is configured). */
+interface ReplicationSource {
+  totals(): Promise<ReplicationTotals>;
 }
 
 /**
@@ -24,9 +30,12 @@ export class PromMetrics implements Metrics {
   private readonly fsyncSeconds: Histogram;
   private readonly repackSeconds: Histogram<'result'>;
   private readonly searchSeconds: Histogram;
+  private readonly pushes: Counter<'result'>;
+  private readonly pushSeconds: Histogram;
 
   /** What the gauges read; nothing (zeros) until the store is open. */
   private sources: MetricsSources | undefined;
+  private replication: ReplicationSource | undefined;
 
   constructor() {
     const stats = (): ReturnType<MetricsSources['stats']> => this.sources?.stats() ?? { openOrganizations: 0, queuedWrites: 0 };
@@ -39,6 +48,35 @@ export class PromMetrics implements Metrics {
     this.fsyncSeconds = new Histogram({ name: 'knowledge_group_commit_fsync_seconds', help: 'Time a group commit spent making its pack durable (fsyncs)', buckets: LATENCY, registers });
     this.repackSeconds = new Histogram({ name: 'knowledge_repack_duration_seconds', help: 'Time a repack with C git took, by result (ok, failed)', labelNames: ['result'], buckets: SLOW, registers });
     this.searchSeconds = new Histogram({ name: 'knowledge_search_duration_seconds', help: 'Time to answer a search query', buckets: LATENCY, registers });
+    this.pushes = new Counter({ name: 'knowledge_replication_pushes_total', help: 'Pushes to git mirrors, by result (pushed, rejected, failed)', labelNames: ['result'], registers });
+    this.pushSeconds = new Histogram({ name: 'knowledge_replication_push_duration_seconds', help: 'Time a push to a git mirror took (any result)', buckets: SLOW, registers });
+    const totals = async (): Promise<ReplicationTotals | undefined> => this.replication?.totals();
+    new Gauge({
+      name: 'knowledge_replication_mirrors',
+      help: 'Git mirrors of the open organizations, by state (ok, pushing, failing, rejected)',
+      labelNames: ['state'],
+      registers,
+      async collect() {
+        const t = await totals();
+        for (const state of ['ok', 'pushing', 'failing', 'rejected'] as const) this.set({ state }, t?.mirrors[state] ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'knowledge_replication_lag_commits',
+      help: 'Commits on main not yet on a mirror: the largest over every mirror of every open organization',
+      registers,
+      async collect() {
+        this.set((await totals())?.maxLagCommits ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'knowledge_replication_lag_seconds',
+      help: 'Age of the oldest commit not yet on a mirror: the largest over every mirror of every open organization',
+      registers,
+      async collect() {
+        this.set((await totals())?.maxLagSeconds ?? 0);
+      },
+    });
     new Gauge({
       name: 'knowledge_write_queue_depth',
       help: 'Writes waiting for their group commit, across organizations',
@@ -60,6 +98,16 @@ export class PromMetrics implements Metrics {
   /** Where the gauges read open organizations and queued writes (the store, once it is open). */
   readFrom(sources: MetricsSources): void {
     this.sources = sources;
+  }
+
+  /** Where the replication gauges read their figures (the server's Replication, when mirrors are configured). */
+  readReplicationFrom(source: ReplicationSource): void {
+    this.replication = source;
+  }
+
+  replicationPush(p: { outcome: 'pushed' | 'rejected' | 'failed'; seconds: number }): void {
+    this.pushes.inc({ result: p.outcome });
+    this.pushSeconds.observe(p.seconds);
   }
 
   request(r: { method: string; route: string; status: number; seconds: number }): void {

@@ -52,8 +52,9 @@ export async function startServer(args: {
   try {
     // Figures are kept only when someone may read them; the gauges read the store once it is open.
     const metrics = config.metrics.mode === 'off' ? undefined : new PromMetrics();
-    store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce, metrics });
+    store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce, metrics, replication: config.replication });
     metrics?.readFrom(store.orgs);
+    if (store.replication) metrics?.readReplicationFrom(store.replication);
     webhooks = new Webhooks({
       orgs: store.orgs,
       keys: store.keys,
@@ -68,7 +69,7 @@ export async function startServer(args: {
       // Deliveries queued before a stop or a crash resume at once.
       await webhooks.start();
       const events = { feed, streams, settings: config.eventStreams };
-      opened(createHandler({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks, extractor: createExtractor(config) }));
+      opened(createHandler({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks, replication: store.replication, extractor: createExtractor(config) }));
     } catch (err) {
       await webhooks.stop();
       await store.close();

@@ -10,6 +10,8 @@ import type { FsPromises } from '../storage/fs/fs.js';
 import { GitCli } from '../storage/git/gitCli.js';
 import { KeyStore } from '../storage/keys/keyStore.js';
 import { OrgStore } from '../storage/repo/orgStore.js';
+import type { ReplicationSettings } from '../storage/replication/remotes.js';
+import { Replication } from '../storage/replication/replication.js';
 
 /** The organization a fresh data directory starts with. */
 export const DEFAULT_ORG = 'default';
@@ -22,6 +24,8 @@ export interface Store {
   dataDir: string;
   orgs: OrgStore;
   keys: KeyStore;
+  /** Pushes to the git mirrors (the serving store only, when KNOWLEDGE_REPLICATE names any). */
+  replication?: Replication;
   /** Flushes what is pending and lets the data directory go. */
   close(): Promise<void>;
 }
@@ -44,14 +48,29 @@ export interface StoreOptions {
  * admin key goes to `announce` (stdout), once.
  */
 export async function openServingStore(
-  args: StoreOptions & { autoRepackObjects: number; search?: boolean; announce: (line: string) => void; metrics?: Metrics },
+  args: StoreOptions & { autoRepackObjects: number; search?: boolean; announce: (line: string) => void; metrics?: Metrics; replication?: ReplicationSettings },
 ): Promise<Store> {
   const { dataDir, logger } = args;
   const fs = args.fs ?? (nodeFs as unknown as FsPromises);
   const dirLock = await lockDataDir(fs, dataDir);
   try {
     const git = new GitCli(args.env ?? process.env);
-    const orgs = new OrgStore({ fs, dataDir, logger, git, owner: true, autoRepackObjects: args.autoRepackObjects, metrics: args.metrics, search: args.search === false ? undefined : { readNeed } });
+    const { metrics } = args;
+    const replication =
+      args.replication && args.replication.remotes.length > 0
+        ? new Replication({ fs, git, settings: args.replication, logger, pushed: (outcome, seconds) => metrics?.replicationPush({ outcome, seconds }) })
+        : undefined;
+    const orgs = new OrgStore({
+      fs,
+      dataDir,
+      logger,
+      git,
+      owner: true,
+      autoRepackObjects: args.autoRepackObjects,
+      metrics,
+      search: args.search === false ? undefined : { readNeed },
+      opened: replication && ((repo) => replication.attach(repo)),
+    });
     const keys = new KeyStore({ fs, dataDir, logger, watch: watchDirectory });
     await keys.startWatching();
     const existing = await orgs.list();
@@ -65,20 +84,37 @@ export async function openServingStore(
         recovery: `knowledge-store key create --org ${org} --role admin --data-dir ${dataDir}`,
       });
     }
+    if (replication) void startReplication(orgs, replication, logger);
     const flushUsage = (): Promise<void> => keys.flushUsage().catch((err: unknown) => logger.warn('could not record key usage', { error: String(err) }));
     const usageTimer = setInterval(() => void flushUsage(), USAGE_FLUSH_MS);
     usageTimer.unref();
     const close = async (): Promise<void> => {
       clearInterval(usageTimer);
+      await replication?.stop();
       await orgs.closeAll();
       await flushUsage();
       keys.stopWatch();
       await dirLock.release();
     };
-    return { dataDir, orgs, keys, close };
+    return { dataDir, orgs, keys, replication, close };
   } catch (err) {
     await dirLock.release();
     throw err;
+  }
+}
+
+/**
+ * Opens, in the background, every organization that has a mirror, so that each mirror gets its first push
+ * at start (a node that was down catches its mirrors up) rather than at the organization's first request.
+ */
+async function startReplication(orgs: OrgStore, replication: Replication, logger: Logger): Promise<void> {
+  try {
+    for (const orgId of await orgs.list()) {
+      if (!replication.replicates(orgId)) continue;
+      await orgs.get(orgId).catch((err: unknown) => logger.error('could not open an organization to replicate it', { org: orgId, error: String(err) }));
+    }
+  } catch (err) {
+    logger.error('could not list the organizations to replicate', { error: String(err) });
   }
 }
 

@@ -12,9 +12,11 @@ export interface Metrics {
   repack(r: { seconds: number; ok: boolean }): void;
   /** One search query answered. */
   search(s: { seconds: number }): void;
+  /** One push to a git mirror (replication), by how it ended. */
+  replicationPush(p: { outcome: 'pushed' | 'rejected' | 'failed'; seconds: number }): void;
 }
 
-export const silentMetrics: Metrics = { request() {}, groupCommit() {}, repack() {}, search() {} };
+export const silentMetrics: Metrics = { request() {}, groupCommit() {}, repack() {}, search() {}, replicationPush() {} };
 
 /** Seconds since `started` (a `process.hrtime.bigint()` reading). */
 export function secondsSince(started: bigint): number {

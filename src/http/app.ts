@@ -22,6 +22,8 @@ import { apiDocsRoutes } from './routes/apiDocs.js';
 import { changeRoutes } from './routes/changes.js';
 import { eventRoutes, type EventDeps } from './routes/events.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { replicationRoutes } from './routes/replication.js';
+import type { Replication } from '../storage/replication/replication.js';
 import type { Webhooks } from '../domain/webhooks.js';
 import { searchRoutes } from './routes/search.js';
 import type { RouteDeps } from './routes/common.js';
@@ -83,6 +85,8 @@ export interface AppDeps {
   events?: EventDeps;
   /** The webhooks service (no /webhooks routes without it). */
   webhooks?: Webhooks;
+  /** Pushes to git mirrors (GET /replication lists none without it). */
+  replication?: Replication;
 }
 
 /** What Koa's middleware and the fast GET path share: the per-key quota, where answered requests are told, the hashes of keys seen. */
@@ -138,6 +142,7 @@ export function createApp(deps: AppDeps, shared: SharedParts = sharedParts(deps)
   const events = deps.events ?? { feed: new EventFeed(), streams: new EventStreams(config.eventStreams), settings: config.eventStreams };
   router.use(eventRoutes({ ...routeDeps, events }).routes());
   if (deps.webhooks) router.use(webhookRoutes({ webhooks: deps.webhooks }).routes());
+  router.use(replicationRoutes({ replication: deps.replication }).routes());
   router.use(metricsRoutes({ access: config.metrics, exposition: deps.metricsExposition }).routes());
   router.use(mcpRoutes({ ...routeDeps, version: deps.version }).routes());
   router.use(apiDocsRoutes({ version: deps.version }).routes());

@@ -114,4 +114,17 @@ export const integrationOperations: readonly OperationSpec[] = [
     success: { status: 200, description: 'The deliveries', json: successEnvelope(data.deliveries) },
     errors: [...KEY_ERRORS, 'INVALID_INPUT', 'FORBIDDEN', 'WEBHOOK_NOT_FOUND'],
   },
+  {
+    method: 'get',
+    route: `${API_PREFIX}/replication`,
+    operationId: 'replication',
+    summary: "The organization's git mirrors: last pushed commit, lag in commits and seconds, state, last error",
+    description: 'Mirrors are configured with KNOWLEDGE_REPLICATE (README, Scaling); without any, `mirrors` is empty.',
+    tag: 'git',
+    auth: 'key',
+    permission: 'knowledge:admin',
+    query: q.noQuery,
+    success: { status: 200, description: 'The mirrors, in the order they are configured', json: successEnvelope(data.replication) },
+    errors: [...KEY_ERRORS, 'INVALID_INPUT', 'FORBIDDEN', 'SCOPE_REFUSED'],
+  },
 ];

@@ -106,6 +106,17 @@ export const componentSchemas: Record<string, Schema> = {
     stoppedReason: nullableString,
     lastDelivery: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Delivery' }] },
   }),
+  Mirror: closed({
+    url: { type: 'string', description: 'The git remote, any password in it hidden.' },
+    state: { enum: ['ok', 'pushing', 'failing', 'rejected'], description: 'rejected: the mirror refused a push that is not a fast-forward (nothing is forced).' },
+    pushedCommit: { type: ['string', 'null'], pattern: '^[0-9a-f]{40}$', description: 'The last commit the mirror is known to have as main.' },
+    pushedAt: { type: ['string', 'null'], format: 'date-time' },
+    lagCommits: { type: 'integer', minimum: 0, description: 'Commits on main not yet on the mirror (all of them until a first push succeeds).' },
+    lagSeconds: { type: 'number', minimum: 0, description: 'Age of the oldest commit not yet on the mirror.' },
+    failures: { type: 'integer', minimum: 0, description: 'Failed pushes in a row.' },
+    lastError: { type: ['string', 'null'], description: 'What git said at the last failure.' },
+    nextRetryAt: { type: ['string', 'null'], format: 'date-time' },
+  }),
   Error: {
     ...closed({ success: { const: false }, error: { type: 'string', minLength: 1 }, data: closed({ failedOperation: { type: 'integer', minimum: 0 } }) }, ['data']),
     description: 'Every failure: the status says what kind, `error` says what in words. POST /commits adds the failed operation\'s index.',
@@ -141,6 +152,11 @@ export const data = {
   allow: closed({ allow: { type: 'array', items: string } }),
   webhook: closed({ webhook: ref('Webhook'), secret: { type: 'string', description: 'The HMAC signing secret, shown once.' } }),
   webhooks: closed({ webhooks: { type: 'array', items: ref('Webhook') } }),
+  replication: closed({
+    organizationId: string,
+    head: { ...commitId, type: ['string', 'null'] },
+    mirrors: { type: 'array', items: ref('Mirror') },
+  }),
   deliveries: closed({ deliveries: { type: 'array', items: ref('Delivery') } }),
   revert: closed({
     commitId: { ...commitId, type: ['string', 'null'], description: 'null when nothing needed undoing.' },

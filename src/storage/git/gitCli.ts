@@ -9,6 +9,16 @@ export interface UploadPack {
   kill(): void;
 }
 
+/** The branch a push updates on a mirror. */
+const MAIN_BRANCH = 'refs/heads/main';
+
+/** How a push ended: the mirror took it, refused it as not a fast-forward (or by its own rule), or it failed. */
+export interface PushResult {
+  outcome: 'pushed' | 'rejected' | 'failed';
+  /** What git said (may hold the URL: redact before showing). */
+  output: string;
+}
+
 export interface ObjectCounts {
   loose: number;
   packs: number;
@@ -91,6 +101,30 @@ export class GitCli {
           resolve({ code, output: `${why}${stdout}${stderr}` });
         },
       );
+    });
+  }
+
+  /**
+   * Pushes `commit` to `url` as its `refs/heads/main`, never forced: a mirror whose main is not an
+   * ancestor of `commit` (someone wrote to it) refuses, and that refusal is reported (`rejected`), never
+   * overwritten. git is killed (SIGKILL) after `timeoutMs` or when `signal` aborts; a killed push leaves the
+   * mirror as it was (receive-pack moves the ref only once the pack is in). No prompt is ever shown: a
+   * remote that asks for a password or an unknown ssh host key fails instead of waiting.
+   */
+  push(args: { gitdir: string; url: string; commit: string; timeoutMs: number; signal?: AbortSignal }): Promise<PushResult> {
+    const env: NodeJS.ProcessEnv = { ...this.env, GIT_TERMINAL_PROMPT: '0' };
+    if (!env.GIT_SSH_COMMAND) env.GIT_SSH_COMMAND = 'ssh -o BatchMode=yes';
+    const argv = ['--git-dir', args.gitdir, '-c', 'protocol.file.allow=always', 'push', '--porcelain', '--quiet', args.url, `${args.commit}:${MAIN_BRANCH}`];
+    return new Promise((resolve) => {
+      execFile('git', argv, { env, timeout: args.timeoutMs, killSignal: 'SIGKILL', signal: args.signal, maxBuffer: 1024 * 1024 }, (err, stdout, stderr) => {
+        const output = `${stdout}${stderr}`.trim();
+        if (!err) return resolve({ outcome: 'pushed', output });
+        const killed = (err as { killed?: boolean }).killed === true || err.name === 'AbortError';
+        if (killed) return resolve({ outcome: 'failed', output: args.signal?.aborted ? 'push stopped (server stopping)' : `no answer within ${args.timeoutMs} ms (git push killed)` });
+        // --porcelain prints "!<tab><src>:<dst><tab>[rejected] (non-fast-forward)" (or "(fetch first)").
+        const rejected = /^!\t.*\t\[(?:rejected|remote rejected)\]/m.test(stdout);
+        resolve({ outcome: rejected ? 'rejected' : 'failed', output: output || err.message });
+      });
     });
   }
 

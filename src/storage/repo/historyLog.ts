@@ -109,6 +109,12 @@ export class HistoryLog {
     return at === undefined ? undefined : this.entries.slice(at + 1);
   }
 
+  /** How many entries follow `commitId` (0 for the head), without copying them; undefined when it is not on main. */
+  countAfter(commitId: string): number | undefined {
+    const at = this.positions.get(commitId);
+    return at === undefined ? undefined : this.entries.length - 1 - at;
+  }
+
   has(commitId: string): boolean {
     return this.positions.has(commitId);
   }

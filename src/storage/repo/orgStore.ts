@@ -51,6 +51,8 @@ export class OrgStore {
        * the index file has one writer). `readNeed` ranks who may read an item (the domain's rules).
        */
       search?: { readNeed: ReadNeed; progressEvery?: number };
+      /** Told of each repository once it is open, before anyone uses it (replication starts there). */
+      opened?: (repo: OrgRepo) => Promise<void>;
     },
   ) {
     this.root = `${options.dataDir}/orgs`;
@@ -110,6 +112,12 @@ export class OrgStore {
         await repo.close();
         throw err;
       }
+    }
+    try {
+      await this.options.opened?.(repo);
+    } catch (err) {
+      await repo.close();
+      throw err;
     }
     logger.info('organization opened', { org: orgId, items: repo.itemCount, ms: Date.now() - started });
     return repo;
