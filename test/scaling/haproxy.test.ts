@@ -196,6 +196,9 @@ describe('scaling: HAProxy routes each organization to its node (scripts/haproxy
     await call('listWebhooks', await json('/webhooks'));
     await call('webhookDeliveries', await json(`/webhooks/${hookId}/deliveries`));
     await call('deleteWebhook', await json(`/webhooks/${hookId}`, 'DELETE'));
+    // No mirror is configured on the nodes: the status says so, from the organization's node.
+    const mirrors = (await call('replication', await json('/replication'))) as ApiResponse;
+    expect(mirrors.body?.data?.mirrors).to.deep.equal([]);
 
     // The event stream stays open through the proxy and carries a change made meanwhile.
     const stream = new AbortController();
