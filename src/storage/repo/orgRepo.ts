@@ -239,6 +239,7 @@ export class OrgRepo {
     await this.repacks?.settled();
     await this.snapshots.save(this.state);
     this.searchIndex?.close();
+    this.reader.close();
   }
 
   /** Reads the branch, the index and the history log from disk, and swaps them in at once. */
