@@ -27,7 +27,7 @@ export type PackEntry =
  * cost no system call. An entry larger than a window, or across two, is read
  * on its own, exactly its bytes.
  */
-export const WINDOW_BYTES = 256 * 1024;
+export const WINDOW_BYTES = 64 * 1024;
 /** Compressed entries above this are inflated on libuv's thread pool, not on the event loop. */
 const INFLATE_ASYNC_BYTES = 1024 * 1024;
 
