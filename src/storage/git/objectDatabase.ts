@@ -5,7 +5,7 @@ import type { FsPromises } from '../fs/fs.js';
 import { Lru } from '../repo/lru.js';
 import { applyDelta } from './deltaApply.js';
 import { readLooseObject } from './looseObject.js';
-import { PackReader, WindowCache, type PackEntry, type StoredType } from './packReader.js';
+import { PACK_MISMATCH, PackReader, WindowCache, type PackEntry, type StoredType } from './packReader.js';
 
 /** An object as stored: its type and its body (without the `<type> <size>\0` header). */
 export interface StoredObject {
@@ -126,7 +126,7 @@ export class ObjectDatabase {
     if (depth > MAX_CHAIN) throw new CorruptStore({ where: `${pack.name} at ${offset}`, reason: 'delta chain too long (a loop?)' });
     let base: StoredObject;
     if (entry.kind === 'ofs') {
-      const key = `${pack.name}:${entry.baseOffset}`;
+      const key = `${pack.key}:${entry.baseOffset}`;
       const cached = this.bases.get(key);
       base = cached ?? (await this.resolve(pack, entry.baseOffset, depth + 1));
       if (!cached) this.bases.set(key, base);
@@ -149,11 +149,16 @@ export class ObjectDatabase {
   private openPack(idxPath: string): Promise<PackReader | null> {
     let pending = this.opening.get(idxPath);
     if (!pending) {
-      pending = PackReader.open(this.fs, idxPath, this.windows).catch((err: unknown) => {
-        this.opening.delete(idxPath);
-        if (errnoCode(err) === 'ENOENT') return null;
-        throw err;
-      });
+      // A pack whose index does not name it may have been replaced (same name) between reading
+      // the one and opening the other: opened once more before it is called damaged.
+      const open = (): Promise<PackReader> => PackReader.open(this.fs, idxPath, this.windows);
+      pending = open()
+        .catch((err: unknown) => (err instanceof CorruptStore && err.data.reason === PACK_MISMATCH ? open() : Promise.reject(err)))
+        .catch((err: unknown) => {
+          this.opening.delete(idxPath);
+          if (errnoCode(err) === 'ENOENT') return null;
+          throw err;
+        });
       this.opening.set(idxPath, pending);
     }
     return pending;

@@ -31,6 +31,8 @@ export const WINDOW_BYTES = 64 * 1024;
 /** Compressed entries above this are inflated on libuv's thread pool, not on the event loop. */
 const INFLATE_ASYNC_BYTES = 1024 * 1024;
 
+export const PACK_MISMATCH = 'the pack does not end with the checksum its index names';
+
 export class WindowCache {
   private readonly lru: Lru<string, Buffer>;
   private readonly loading = new Map<string, Promise<Buffer>>();
@@ -60,7 +62,11 @@ export class WindowCache {
  * a read under way finishes, and the descriptor is closed once the pack is
  * dropped and no read uses it.
  */
+let opened = 0;
+
 export class PackReader {
+  /** Unique per opening: a pack C git writes again under the same name may differ in its offsets. */
+  readonly key = `${++opened}`;
   private reads = 0;
   private dropped = false;
 
@@ -83,7 +89,7 @@ export class PackReader {
       const trailer = Buffer.alloc(20);
       if (size < 32) throw new CorruptStore({ where: packPath, reason: `pack of ${size} bytes` });
       await readFully(handle, trailer, size - 20);
-      if (!trailer.equals(index.packChecksum)) throw new CorruptStore({ where: packPath, reason: 'the pack does not end with the checksum its index names' });
+      if (!trailer.equals(index.packChecksum)) throw new CorruptStore({ where: packPath, reason: PACK_MISMATCH });
       return new PackReader(idxPath, packPath, index, handle, size, windows);
     } catch (err) {
       await handle.close().catch(() => undefined);
@@ -155,7 +161,7 @@ export class PackReader {
     const first = Math.floor(start / WINDOW_BYTES);
     if (first === Math.floor((end - 1) / WINDOW_BYTES)) {
       const windowStart = first * WINDOW_BYTES;
-      const window = await this.windows.get(`${this.name}:${first}`, async () => {
+      const window = await this.windows.get(`${this.key}:${first}`, async () => {
         const buf = Buffer.allocUnsafe(Math.min(WINDOW_BYTES, this.size - windowStart));
         await readFully(this.handle, buf, windowStart);
         return buf;
