@@ -34,10 +34,19 @@ export interface ColdStart {
   loadAverage: number;
 }
 
+/** After a start from what the cold start saved, RANDOM_READS GETs of random items, then a full GC. */
+export interface EngineMemory {
+  search: 'on' | 'off';
+  reads: number;
+  rssMiB: number;
+  afterGcMiB: number;
+  hwmMiB: number;
+  loadAverage: number;
+}
+
 export interface EngineFigures {
   cold: ColdStart[];
-  /** After a start from the snapshot the cold start saved, RANDOM_READS GETs of random items, then a full GC. */
-  memory: { reads: number; rssMiB: number; afterGcMiB: number; hwmMiB: number; loadAverage: number };
+  memory: EngineMemory[];
 }
 
 /** A deterministic "random" order of items (a linear congruential generator), the same every run. */
@@ -61,38 +70,43 @@ export async function withoutDerivedFiles(dataDir: string): Promise<string> {
 
 export async function measureEngine(args: { fixture: Fixture; pinning: Pinning; workDir: string }): Promise<EngineFigures> {
   const { fixture, pinning } = args;
-  const cold: ColdStart[] = [];
+  const out: EngineFigures = { cold: [], memory: [] };
   for (const search of ['off', 'on'] as const) {
     const dataDir = await withoutDerivedFiles(await copyFixture(fixture, join(args.workDir, `engine-cold-${search}`)));
-    const s = await startAndProbe({ dataDir, pinning, key: fixture.key, env: { KNOWLEDGE_SEARCH: search } });
-    const opened = serverLog(s.served.output()).find((e) => e.msg === 'organization opened');
-    cold.push({ search, firstOkMs: s.firstOkMs, openedMs: Number(opened?.ms ?? NaN), loadAverage: await loadAverage() });
-    progress(`  cold start, search ${search}: first 200 after ${ms(s.firstOkMs)} (organization opened in ${String(opened?.ms)} ms by its log)`);
-    await stopServer(s.served);
-    if (search === 'off') await rm(dataDir, { recursive: true, force: true });
-    else {
-      // Started again from what the cold start saved (snapshot, history log, search index): memory after random reads.
-      const warm = await startAndProbe({ dataDir, pinning, key: fixture.key, env: GC_ON_SIGNAL });
-      try {
-        for (const i of randomItems(RANDOM_READS, fixture.items)) {
-          const t = await timedGet(`${warm.served.url}${API}/items/${itemPath(i)}`, fixture.key, { keepBody: false });
-          if (t.status !== 200) throw new Error(`GET ${itemPath(i)}: ${t.status}`);
-        }
-        const before = await memoryOf(warm.served.pid);
-        process.kill(warm.served.pid, 'SIGUSR2');
-        await new Promise((r) => setTimeout(r, 2_000));
-        const after = await memoryOf(warm.served.pid);
-        if (!before || !after) throw new Error(`no /proc/${warm.served.pid}/status`);
-        const memory = { reads: RANDOM_READS, rssMiB: before.rssMiB, afterGcMiB: after.rssMiB, hwmMiB: after.hwmMiB, loadAverage: await loadAverage() };
-        progress(`  after ${RANDOM_READS} random reads: VmRSS ${fmt(memory.afterGcMiB)} MiB after a full GC (${fmt(memory.rssMiB)} before; VmHWM ${fmt(memory.hwmMiB)})`);
-        return { cold, memory };
-      } finally {
-        await stopServer(warm.served);
-        await rm(dataDir, { recursive: true, force: true });
-      }
+    try {
+      const s = await startAndProbe({ dataDir, pinning, key: fixture.key, env: { KNOWLEDGE_SEARCH: search } });
+      const opened = serverLog(s.served.output()).find((e) => e.msg === 'organization opened');
+      out.cold.push({ search, firstOkMs: s.firstOkMs, openedMs: Number(opened?.ms ?? NaN), loadAverage: await loadAverage() });
+      progress(`  cold start, search ${search}: first 200 after ${ms(s.firstOkMs)} (organization opened in ${String(opened?.ms)} ms by its log)`);
+      await stopServer(s.served);
+      out.memory.push(await memoryAfterReads({ fixture, pinning, dataDir, search }));
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
     }
   }
-  throw new Error('unreachable: the search-on round returns');
+  return out;
+}
+
+/** Started again from what the cold start saved (snapshot, history log, search index): VmRSS after random reads and a full GC. */
+async function memoryAfterReads(args: { fixture: Fixture; pinning: Pinning; dataDir: string; search: 'on' | 'off' }): Promise<EngineMemory> {
+  const { fixture, search } = args;
+  const warm = await startAndProbe({ dataDir: args.dataDir, pinning: args.pinning, key: fixture.key, env: { ...GC_ON_SIGNAL, KNOWLEDGE_SEARCH: search } });
+  try {
+    for (const i of randomItems(RANDOM_READS, fixture.items)) {
+      const t = await timedGet(`${warm.served.url}${API}/items/${itemPath(i)}`, fixture.key, { keepBody: false });
+      if (t.status !== 200) throw new Error(`GET ${itemPath(i)}: ${t.status}`);
+    }
+    const before = await memoryOf(warm.served.pid);
+    process.kill(warm.served.pid, 'SIGUSR2');
+    await new Promise((r) => setTimeout(r, 2_000));
+    const after = await memoryOf(warm.served.pid);
+    if (!before || !after) throw new Error(`no /proc/${warm.served.pid}/status`);
+    const memory = { search, reads: RANDOM_READS, rssMiB: before.rssMiB, afterGcMiB: after.rssMiB, hwmMiB: after.hwmMiB, loadAverage: await loadAverage() };
+    progress(`  search ${search}, after ${RANDOM_READS} random reads: VmRSS ${fmt(memory.afterGcMiB)} MiB after a full GC (${fmt(memory.rssMiB)} before; VmHWM ${fmt(memory.hwmMiB)})`);
+    return memory;
+  } finally {
+    await stopServer(warm.served);
+  }
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

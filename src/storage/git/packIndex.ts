@@ -20,7 +20,7 @@ export class PackIndex {
   private readonly idsAt: number;
   private readonly offsetsAt: number;
   private readonly largeAt: number;
-  private sorted: Float64Array | undefined;
+  private sorted: Uint32Array | Float64Array | undefined;
 
   constructor(
     private readonly buf: Buffer,
@@ -84,8 +84,9 @@ export class PackIndex {
     return lo < sorted.length ? (sorted[lo] as number) : packSize - 20;
   }
 
-  private sortedOffsets(): Float64Array {
-    const out = new Float64Array(this.count);
+  private sortedOffsets(): Uint32Array | Float64Array {
+    // 4 bytes an offset unless the pack is over 4 GiB (then it has a table of 8-byte offsets).
+    const out = this.buf.byteLength - 40 > this.largeAt ? new Float64Array(this.count) : new Uint32Array(this.count);
     for (let i = 0; i < this.count; i++) out[i] = this.offsetOf(i);
     return out.sort();
   }
