@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SEARCH_FILE } from '../../src/storage/repo/orgStore.js';
 import { copyFixture, ensureFixture, gitdirOf, itemPath, type Fixture } from './fixtures.js';
-import { loadAverage, memoryOf, setupPinning, type Pinning } from './machine.js';
+import { cpuSecondsOf, loadAverage, memoryOf, setupPinning, type Pinning } from './machine.js';
 import { serverLog, startAndProbe, stopServer } from './ours.js';
 import { fmt, ms } from './report.js';
 import { loadSettings, progress } from './settings.js';
@@ -31,6 +31,9 @@ export interface ColdStart {
   firstOkMs: number;
   /** The organization's open, by the server's own log line. */
   openedMs: number;
+  /** CPU seconds of the server up to its first 200 (a figure a busy machine disturbs less than time), and of its finished git children. */
+  cpuSeconds: number;
+  gitCpuSeconds: number;
   loadAverage: number;
 }
 
@@ -75,9 +78,14 @@ export async function measureEngine(args: { fixture: Fixture; pinning: Pinning; 
     const dataDir = await withoutDerivedFiles(await copyFixture(fixture, join(args.workDir, `engine-cold-${search}`)));
     try {
       const s = await startAndProbe({ dataDir, pinning, key: fixture.key, env: { KNOWLEDGE_SEARCH: search } });
+      const cpu = await cpuSecondsOf(s.served.pid);
       const opened = serverLog(s.served.output()).find((e) => e.msg === 'organization opened');
-      out.cold.push({ search, firstOkMs: s.firstOkMs, openedMs: Number(opened?.ms ?? NaN), loadAverage: await loadAverage() });
-      progress(`  cold start, search ${search}: first 200 after ${ms(s.firstOkMs)} (organization opened in ${String(opened?.ms)} ms by its log)`);
+      const figures = { search, firstOkMs: s.firstOkMs, openedMs: Number(opened?.ms ?? NaN), cpuSeconds: cpu.self, gitCpuSeconds: cpu.children, loadAverage: await loadAverage() };
+      out.cold.push(figures);
+      progress(
+        `  cold start, search ${search}: first 200 after ${ms(s.firstOkMs)} (organization opened in ${String(opened?.ms)} ms by its log; ` +
+          `server CPU ${fmt(figures.cpuSeconds, 2)} s, git children ${fmt(figures.gitCpuSeconds, 2)} s; load average ${fmt(figures.loadAverage, 1)})`,
+      );
       await stopServer(s.served);
       out.memory.push(await memoryAfterReads({ fixture, pinning, dataDir, search }));
     } finally {

@@ -14,9 +14,9 @@ export interface StoredObject {
 }
 
 /** Bytes of pack windows kept per repository (see `WINDOW_BYTES`). */
-const WINDOW_CACHE_BYTES = 8 * 1024 * 1024;
+const WINDOW_CACHE_BYTES = 4 * 1024 * 1024;
 /** Bytes of resolved delta bases kept per repository (C git's core.deltaBaseCacheLimit is 96 MiB; ours serves small items). */
-const BASE_CACHE_BYTES = 8 * 1024 * 1024;
+const BASE_CACHE_BYTES = 4 * 1024 * 1024;
 /** Longer chains than git ever writes (`--depth` 50 by default, 4095 at most) mean a loop in a damaged pack. */
 const MAX_CHAIN = 5000;
 
