@@ -41,6 +41,11 @@ export class WindowCache {
     this.lru = new Lru<string, Buffer>(maxBytes, (b) => b.byteLength);
   }
 
+  /** The window if it is in memory (or being read): no read is started. */
+  cached(key: string): Buffer | Promise<Buffer> | undefined {
+    return this.lru.get(key) ?? this.loading.get(key);
+  }
+
   async get(key: string, load: () => Promise<Buffer>): Promise<Buffer> {
     const hit = this.lru.get(key);
     if (hit) return hit;
@@ -69,6 +74,8 @@ export class PackReader {
   readonly key = `${++opened}`;
   private reads = 0;
   private dropped = false;
+  /** Where the last entry read began: reads near it are read through windows. */
+  private lastRead = -Infinity;
 
   private constructor(
     readonly idxPath: string,
@@ -159,9 +166,14 @@ export class PackReader {
   private async bytes(start: number, end: number): Promise<Buffer> {
     if (end <= start || end > this.size - 20) throw new CorruptStore({ where: `${this.name} at ${start}`, reason: `entry ends at ${end}, outside the pack` });
     const first = Math.floor(start / WINDOW_BYTES);
-    if (first === Math.floor((end - 1) / WINDOW_BYTES)) {
+    const near = Math.abs(start - this.lastRead) < 2 * WINDOW_BYTES;
+    this.lastRead = start;
+    const key = `${this.key}:${first}`;
+    // A window is read for reads near the one before (a walk, a folder's records); a lone read (a GET
+    // of one item) reads its entry alone, a few hundred bytes rather than 64 KiB of garbage.
+    if (first === Math.floor((end - 1) / WINDOW_BYTES) && (near || this.windows.cached(key))) {
       const windowStart = first * WINDOW_BYTES;
-      const window = await this.windows.get(`${this.key}:${first}`, async () => {
+      const window = await this.windows.get(key, async () => {
         const buf = Buffer.allocUnsafe(Math.min(WINDOW_BYTES, this.size - windowStart));
         await readFully(this.handle, buf, windowStart);
         return buf;
