@@ -110,7 +110,7 @@ export class ObjectDatabase {
     for (let pass = 0; pass < 2; pass++) {
       for (const pack of this.packs) {
         const offset = pack.index.find(id);
-        if (offset !== undefined) return this.resolve(pack, offset, depth);
+        if (offset !== undefined) return pack.hold(() => this.resolve(pack, offset, depth));
       }
       const loose = await readLooseObject({ fs: this.fs, gitdir: this.gitdir, oid });
       if (loose) return loose;

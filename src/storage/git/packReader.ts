@@ -104,15 +104,23 @@ export class PackReader {
     }
   }
 
-  /** The entry at `offset` (from this pack's index), inflated, its size checked against its header. */
-  async entryAt(offset: number): Promise<PackEntry> {
+  /**
+   * Runs `read` with the descriptor held open: a pack dropped meanwhile (a repack removed it) is
+   * closed only after it. An object's delta chain is read under one hold, entry after entry.
+   */
+  async hold<T>(read: () => Promise<T>): Promise<T> {
     this.reads++;
     try {
-      return await this.parse(offset, await this.bytes(offset, this.index.endOf(offset, this.size)));
+      return await read();
     } finally {
       this.reads--;
       if (this.dropped && this.reads === 0) void this.handle.close().catch(() => undefined);
     }
+  }
+
+  /** The entry at `offset` (from this pack's index), inflated, its size checked against its header. */
+  entryAt(offset: number): Promise<PackEntry> {
+    return this.hold(async () => this.parse(offset, await this.bytes(offset, this.index.endOf(offset, this.size))));
   }
 
   /** The pack is no longer listed: close the descriptor once the reads under way are done. */

@@ -113,6 +113,13 @@ describe('storage/git: our pack reader, judged by C git', function () {
           repacking = false;
         }
       })();
+      // As the repack schedule does after each repack: the packs listed again, the removed ones dropped (closed) while reads go on.
+      const rescans = (async () => {
+        while (repacking) {
+          await live.rescan();
+          await new Promise((resolve) => setTimeout(resolve, 2));
+        }
+      })();
       let passes = 0;
       while (repacking || passes < 2) {
         // A long-lived reader, and a fresh one that lists the packs while they are being replaced.
@@ -123,6 +130,7 @@ describe('storage/git: our pack reader, judged by C git', function () {
         passes++;
       }
       await repack;
+      await rescans;
     }
     live.close();
   });
