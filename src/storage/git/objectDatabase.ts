@@ -4,6 +4,7 @@ import { CorruptStore } from '../errors.js';
 import type { FsPromises } from '../fs/fs.js';
 import { Lru } from '../repo/lru.js';
 import { applyDelta } from './deltaApply.js';
+import { isObjectId } from './objectFormat.js';
 import { readLooseObject } from './looseObject.js';
 import { PACK_MISMATCH, PackReader, WindowCache, type PackEntry, type StoredType } from './packReader.js';
 
@@ -38,6 +39,8 @@ export class ObjectDatabase {
   private readonly opening = new Map<string, Promise<PackReader | null>>();
   private scanned = false;
   private scans: Promise<void> = Promise.resolve();
+  /** The first listing, shared by the reads that start together (a cold start reads 32 records at once). */
+  private firstScan: Promise<void> | undefined;
   private readonly windows = new WindowCache(WINDOW_CACHE_BYTES);
   private readonly bases = new Lru<string, StoredObject>(BASE_CACHE_BYTES, (o) => o.body.byteLength + 64);
 
@@ -71,7 +74,7 @@ export class ObjectDatabase {
 
   private async scanNow(): Promise<void> {
     const packDir = `${this.gitdir}/objects/pack`;
-    for (;;) {
+    for (let previous = ''; ; ) {
       let names: string[];
       try {
         names = await this.fs.readdir(packDir);
@@ -92,7 +95,11 @@ export class ObjectDatabase {
       // The newest packs first: after a repack they hold everything.
       this.packs = [...fresh, ...kept];
       this.scanned = true;
-      if (!opened.includes(null)) return;
+      // A pack that vanished while it was opened was replaced: list again. The same listing twice
+      // means an index without its pack, which no listing will mend: those are skipped.
+      const listing = listed.join('\n');
+      if (!opened.includes(null) || listing === previous) return;
+      previous = listing;
     }
   }
 
@@ -102,10 +109,18 @@ export class ObjectDatabase {
     this.packs = [];
     this.opening.clear();
     this.scanned = false;
+    this.firstScan = undefined;
   }
 
   private async find(oid: string, depth: number): Promise<StoredObject | undefined> {
-    if (!this.scanned) await this.rescan();
+    if (!isObjectId(oid)) return undefined;
+    if (!this.scanned) {
+      // A listing that failed (EIO) is not kept: the next read lists again.
+      await (this.firstScan ??= this.rescan().catch((err: unknown) => {
+        this.firstScan = undefined;
+        throw err;
+      }));
+    }
     const id = Buffer.from(oid, 'hex');
     for (let pass = 0; pass < 2; pass++) {
       for (const pack of this.packs) {

@@ -88,6 +88,20 @@ describe('storage/git: our pack reader, judged by C git', function () {
     db.close();
   });
 
+  it('ends its listing when a pack index has lost its pack (no endless rescans), and reads what the other packs hold', async () => {
+    const copy = `${tmp.dir}/lost-pack.git`;
+    await nodeFs.cp(gitdir, copy, { recursive: true });
+    const [lost, kept] = await packsIn(copy);
+    await nodeFs.unlink(lost as string);
+    const db = new ObjectDatabase(fs, copy);
+    const inKept = (await gitWithInput(['show-index'], await nodeFs.readFile((kept as string).replace(/\.pack$/, '.idx')), copy)).toString().trim().split('\n');
+    const oid = (inKept[0] as string).split(' ')[1] as string;
+    expect((await db.read(oid)).body.equals((expected.get(oid) as { body: Buffer }).body)).to.equal(true);
+    expect(await db.read('00000000000000000000000000000000000000ff').catch((e: unknown) => (e as { code?: string }).code)).to.equal('CORRUPT_STORE');
+    expect(await db.read('not an id').catch((e: unknown) => (e as { code?: string }).code)).to.equal('CORRUPT_STORE');
+    db.close();
+  });
+
   it('never fails a read while C git repacks beside it (loose objects packed, packs replaced)', async () => {
     const live = new ObjectDatabase(fs, gitdir);
     const want: Expected = new Map(expected);
