@@ -28,6 +28,8 @@ export type PackEntry =
  * on its own, exactly its bytes.
  */
 export const WINDOW_BYTES = 64 * 1024;
+/** Reads remembered per pack to tell a walk (or several at once) from lone reads. */
+const RECENT_READS = 32;
 /** Compressed entries above this are inflated on libuv's thread pool, not on the event loop. */
 const INFLATE_ASYNC_BYTES = 1024 * 1024;
 
@@ -74,8 +76,9 @@ export class PackReader {
   readonly key = `${++opened}`;
   private reads = 0;
   private dropped = false;
-  /** Where the last entry read began: reads near it are read through windows. */
-  private lastRead = -Infinity;
+  /** Where the last entries read began (a ring): a read near one of them is read through a window. */
+  private readonly recent = new Float64Array(RECENT_READS).fill(-Infinity);
+  private next = 0;
 
   private constructor(
     readonly idxPath: string,
@@ -174,11 +177,13 @@ export class PackReader {
   private async bytes(start: number, end: number): Promise<Buffer> {
     if (end <= start || end > this.size - 20) throw new CorruptStore({ where: `${this.name} at ${start}`, reason: `entry ends at ${end}, outside the pack` });
     const first = Math.floor(start / WINDOW_BYTES);
-    const near = Math.abs(start - this.lastRead) < 2 * WINDOW_BYTES;
-    this.lastRead = start;
+    const near = this.recent.some((at) => Math.abs(start - at) < 2 * WINDOW_BYTES);
+    this.recent[this.next] = start;
+    this.next = (this.next + 1) % RECENT_READS;
     const key = `${this.key}:${first}`;
-    // A window is read for reads near the one before (a walk, a folder's records); a lone read (a GET
-    // of one item) reads its entry alone, a few hundred bytes rather than 64 KiB of garbage.
+    // A window is read for reads near one of the last few (a walk, a folder's records, several lists
+    // going through the same items at once: one read of the thread pool for many objects); a lone
+    // read (a GET of one item) reads its entry alone, a few hundred bytes rather than 64 KiB of garbage.
     if (first === Math.floor((end - 1) / WINDOW_BYTES) && (near || this.windows.cached(key))) {
       const windowStart = first * WINDOW_BYTES;
       const window = await this.windows.get(key, async () => {
