@@ -72,18 +72,40 @@ export class ObjectDatabase {
     return next;
   }
 
-  private async scanNow(): Promise<void> {
-    const packDir = `${this.gitdir}/objects/pack`;
-    for (let previous = ''; ; ) {
-      let names: string[];
-      try {
-        names = await this.fs.readdir(packDir);
-      } catch (err) {
-        if (errnoCode(err) !== 'ENOENT') throw err;
-        names = [];
+  /**
+   * After a repack: drops (and closes) the packs it removed, with one listing and nothing more
+   * (it runs beside the writes); the packs it wrote are opened by the first read that misses.
+   */
+  forgetDeleted(): Promise<void> {
+    const next = this.scans.then(async () => {
+      const live = new Set(await this.listPacks());
+      const kept: PackReader[] = [];
+      for (const pack of this.packs) {
+        if (live.has(pack.idxPath)) kept.push(pack);
+        else this.dropPack(pack);
       }
-      // C git ignores dot-files here: `.tmp-*` packs it is writing or left behind when interrupted.
-      const listed = names.filter((n) => n.endsWith('.idx') && !n.startsWith('.')).map((n) => `${packDir}/${n}`);
+      this.packs = kept;
+    });
+    this.scans = next.catch(() => undefined);
+    return next;
+  }
+
+  /** The `.idx` files of objects/pack (C git ignores dot-files there: `.tmp-*` packs it is writing or left behind). */
+  private async listPacks(): Promise<string[]> {
+    const packDir = `${this.gitdir}/objects/pack`;
+    let names: string[];
+    try {
+      names = await this.fs.readdir(packDir);
+    } catch (err) {
+      if (errnoCode(err) !== 'ENOENT') throw err;
+      names = [];
+    }
+    return names.filter((n) => n.endsWith('.idx') && !n.startsWith('.')).map((n) => `${packDir}/${n}`);
+  }
+
+  private async scanNow(): Promise<void> {
+    for (let previous = ''; ; ) {
+      const listed = await this.listPacks();
       const opened = await Promise.all(listed.map((path) => this.openPack(path)));
       const live = new Set(listed);
       const kept: PackReader[] = [];

@@ -61,9 +61,9 @@ export class ObjectReader {
     return oid;
   }
 
-  /** After a repack: the packs it removed are dropped (their descriptors closed), the new ones listed. */
+  /** After a repack: the packs it removed are dropped (their descriptors closed); new ones are opened when a read needs them. */
   forgetDeletedPacks(): Promise<void> {
-    return this.objects.rescan();
+    return this.objects.forgetDeleted();
   }
 
   /** Closes the packs (the repository is closed). */
