@@ -20,6 +20,7 @@ import { rm, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CLI } from '../support/child.js';
 import { FSYNC_CONFIG, runGitPlumbing, runNaiveIsomorphicGit, type CommitLoopResult } from './anchors/commitLoops.js';
+import { engineFigures, measureEngine, withoutDerivedFiles, type EngineFigures } from './engine.js';
 import { copyFixture, ensureFixture, gitdirOf, HOT_PATH, itemPath, verifyFixture, type Fixture } from './fixtures.js';
 import { cpuPerRequestUs, describeLoad, runLoad, type LoadResult } from './load.js';
 import { describeMachine, loadAverage, memoryOf, neighbourMeter, setupPinning } from './machine.js';
@@ -262,7 +263,8 @@ try {
   const startups: { cold?: Omit<Startup, 'served'>; warm?: Omit<Startup, 'served'> } = {};
   let history: Awaited<ReturnType<typeof measureHistory>> | undefined;
   await phase(`ours, ${large.items} items + ${large.commits} commits: startup, history, PUT 1 writer`, async () => {
-    const { s: cold, dataDir } = await serve(large, 'large', HOT_PATH);
+    // Without the files a fixture's `verify` left in it: a cold start derives them all.
+    const { s: cold, dataDir } = await serve(large, 'large', HOT_PATH, await withoutDerivedFiles(await copyFixture(large, join(workDir, 'large'))));
     const { served: _c, ...coldFigures } = cold;
     startups.cold = coldFigures;
     progress(`  cold start: ${startupText(cold)}`);
@@ -286,6 +288,13 @@ try {
   raw.startups = startups;
   raw.history = history;
   raw.putAt = putAt;
+
+  // ---- the storage engine (issue 17): cold start with search off and on, memory after random reads ----
+  let engine: EngineFigures | undefined;
+  await phase(`engine, ${large.items} items + ${large.commits} commits: cold start (search off, on), VmRSS after 1,000 random reads`, async () => {
+    engine = await measureEngine({ fixture: large, pinning, workDir });
+  });
+  raw.engine = engine;
 
   // ---- search: its own fixture of ~2 KB items; PUTs with search on and off on the medium one ----
   let searched: SearchResults = {};
@@ -451,6 +460,7 @@ try {
       note: judged ? 'time from spawn to the first authenticated GET answered 200; memory is VmRSS right after it (MB = 10^6 bytes)' : undefined,
     });
   }
+  figures.push(...engineFigures(engine, items50k));
   // history
   figures.push(
     history

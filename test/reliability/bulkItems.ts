@@ -60,6 +60,8 @@ function withoutFsync(): FsPromises {
       chmod: (m) => handle.chmod(m),
       sync: async () => undefined,
       close: () => handle.close(),
+      read: (buffer, offset, length, position) => handle.read(buffer, offset, length, position),
+      stat: () => handle.stat(),
     };
   };
   return fs;

@@ -201,6 +201,14 @@ export class FaultyFs implements FsPromises {
         this.tick('handle.sync', path);
         await handle.sync();
       },
+      read: async (buffer: Uint8Array, offset: number, length: number, position: number) => {
+        this.tick('handle.read', path);
+        return handle.read(buffer, offset, length, position);
+      },
+      stat: async () => {
+        this.tick('handle.stat', path);
+        return handle.stat();
+      },
       close: async () => {
         try {
           this.tick('handle.close', path);

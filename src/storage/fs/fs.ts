@@ -8,6 +8,9 @@ export interface FileHandleLike {
   chmod(mode: number): Promise<void>;
   sync(): Promise<void>;
   close(): Promise<void>;
+  /** Reads at `position` (the pack reader reads objects at their offsets, never a whole pack). */
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
+  stat(): Promise<StatsLike>;
 }
 
 export interface StatsLike {

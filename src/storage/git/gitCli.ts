@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
+import { firstParentLog, type LoggedCommit } from './firstParentLog.js';
 
 /** A running `git upload-pack`: its output, and how it ended. */
 export interface UploadPack {
@@ -141,6 +142,11 @@ export class GitCli {
         (err, stdout, stderr) => (err ? reject(new Error(`git cat-file blob ${oid} failed: ${stderr.toString('utf8').trim() || err.message}`)) : resolve(stdout)),
       );
     });
+  }
+
+  /** The commits from `head` back along first parents, newest first (see `firstParentLog`). */
+  firstParentLog(gitdir: string, head: string): AsyncGenerator<LoggedCommit> {
+    return firstParentLog({ gitdir, head, env: this.env });
   }
 
   /** `git count-objects -v`, parsed. */

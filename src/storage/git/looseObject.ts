@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { deflate, inflate } from 'node:zlib';
+import { deflate, inflate, inflateSync } from 'node:zlib';
+import { errnoCode } from '../../common/errors.js';
+import { CorruptStore } from '../errors.js';
 import { fsyncDir, pathExists, writeAndSync } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
+import { PACK_TYPES, type StoredType } from './packReader.js';
 
 const deflateAsync = promisify(deflate);
 
@@ -36,23 +39,47 @@ export async function writeLooseBlob(args: { fs: FsPromises; gitdir: string; oid
 }
 
 const inflateAsync = promisify(inflate);
+/** Loose objects above this are inflated on libuv's thread pool, not on the event loop. */
+const INFLATE_ASYNC_BYTES = 64 * 1024;
+
+/**
+ * A loose object (`objects/xx/...`, zlib of `<type> <size>\0<body>`), or undefined when there is
+ * none (ENOENT: it is packed, or missing). Any other failure to read it is thrown; a header
+ * that does not describe the body is `CorruptStore`. The caller checks the id.
+ */
+export async function readLooseObject(args: { fs: FsPromises; gitdir: string; oid: string }): Promise<{ type: StoredType; body: Buffer } | undefined> {
+  const { fs, gitdir, oid } = args;
+  const path = `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`;
+  let raw: Buffer;
+  try {
+    raw = await fs.readFile(path);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+  let object: Buffer;
+  try {
+    object = raw.byteLength > INFLATE_ASYNC_BYTES ? await inflateAsync(raw) : inflateSync(raw);
+  } catch (err) {
+    throw new CorruptStore({ where: path, reason: `cannot inflate: ${String(err)}` });
+  }
+  const space = object.indexOf(0x20);
+  const nul = object.indexOf(0);
+  const type = object.toString('latin1', 0, space);
+  if (space < 0 || nul < space || !LOOSE_TYPES.has(type) || Number(object.toString('latin1', space + 1, nul)) !== object.byteLength - nul - 1) {
+    throw new CorruptStore({ where: path, reason: 'its header does not describe its body' });
+  }
+  return { type: type as StoredType, body: object.subarray(nul + 1) };
+}
+
+const LOOSE_TYPES = new Set<string>(Object.values(PACK_TYPES));
 
 /**
  * A blob's bytes when it is a loose object (a file item not yet repacked), inflated on libuv's
  * thread pool; undefined when it is not loose (then it is in a pack: read it through git).
  */
 export async function readLooseBlob(args: { fs: FsPromises; gitdir: string; oid: string }): Promise<Buffer | undefined> {
-  const { fs, gitdir, oid } = args;
-  let raw: Uint8Array;
-  try {
-    raw = await fs.readFile(`${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`);
-  } catch {
-    return undefined;
-  }
-  const object = await inflateAsync(raw);
-  const nul = object.indexOf(0);
-  if (nul < 0 || object.subarray(0, 5).toString('latin1') !== 'blob ' || Number(object.subarray(5, nul).toString('latin1')) !== object.byteLength - nul - 1) {
-    throw new Error(`loose object ${oid} is not a whole blob`);
-  }
-  return object.subarray(nul + 1);
+  const object = await readLooseObject(args).catch(() => undefined);
+  if (object && object.type !== 'blob') throw new Error(`loose object ${args.oid} is not a whole blob`);
+  return object?.body;
 }

@@ -67,6 +67,8 @@ export class HistoryLog {
     gitdir: string;
     head: string | null;
     readCommit: (oid: string) => Promise<CommitFacts>;
+    /** C git's first-parent log from a commit, newest first: a log rebuilt from nothing reads it in one stream. */
+    walk?: (head: string) => AsyncIterable<CommitFacts & { commitId: string }>;
     logger: Logger;
   }): Promise<HistoryLog> {
     const log = new HistoryLog(args.fs, `${args.gitdir}/knowledge-history.jsonl`, args.logger);
@@ -74,6 +76,19 @@ export class HistoryLog {
     stored.forEach((e) => log.push(e));
     const missing: HistoryEntry[] = [];
     let cursor = args.head;
+    if (args.walk && cursor !== null && stored.length === 0) {
+      try {
+        for await (const commit of args.walk(cursor)) {
+          if (commit.commitId !== cursor) throw new Error(`git log gave ${commit.commitId} where ${cursor} was expected`);
+          missing.push(historyEntry(commit.commitId, commit));
+          cursor = commit.parent;
+          if (cursor === null) break;
+        }
+      } catch (err) {
+        // What was read stands (each entry checked against the chain); the rest is read commit by commit.
+        args.logger.warn('history log: git log failed; reading the commits one by one', { error: String(err), commitsRead: missing.length });
+      }
+    }
     while (cursor !== null && !log.positions.has(cursor)) {
       const facts = await args.readCommit(cursor);
       missing.push(historyEntry(cursor, facts));

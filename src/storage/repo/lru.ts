@@ -26,6 +26,7 @@ export class Lru<K, V> {
     if (weight > this.maxWeight) return;
     this.map.set(key, { value, weight });
     this.total += weight;
+    if (this.total <= this.maxWeight) return;
     for (const [k, v] of this.map) {
       if (this.total <= this.maxWeight) break;
       this.map.delete(k);

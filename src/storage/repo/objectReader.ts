@@ -1,48 +1,48 @@
-import git from 'isomorphic-git';
+import { CorruptStore } from '../errors.js';
 import type { FsPromises } from '../fs/fs.js';
+import { ObjectDatabase } from '../git/objectDatabase.js';
+import { parseCommit, parseTree, type ParsedCommit } from '../git/objectParse.js';
 import type { TreeEntry } from '../git/objectFormat.js';
 import { TreeEditor } from '../git/treeEditor.js';
 import type { CommitFacts } from './historyLog.js';
 import { Lru } from './lru.js';
 
-/** Waits before each retry of a failed read (see `fromGit`). */
-const READ_RETRY_MS = [0, 10, 50, 200];
-
 /**
- * Reads one repository's objects through isomorphic-git: blobs, commits and
- * trees (the trees through a `TreeEditor`, whose cache the commit builder
- * shares). One isomorphic-git cache per repository, pruned after a repack.
+ * Reads one repository's objects through our pack reader (`ObjectDatabase`):
+ * blobs, commits and trees (the trees through a `TreeEditor`, whose cache the
+ * commit builder shares). isomorphic-git is no longer on the read path: it
+ * kept a whole pack in memory once it read one object of it.
  */
 export class ObjectReader {
-  /** isomorphic-git's own cache (pack indexes and pack data). */
-  private gitCache: object = {};
-  private readonly gitFs: { promises: FsPromises };
+  private readonly objects: ObjectDatabase;
   private readonly commitTrees = new Lru<string, string>(10_000);
   readonly trees: TreeEditor;
 
   constructor(
-    private readonly fs: FsPromises,
+    fs: FsPromises,
     readonly gitdir: string,
   ) {
-    this.gitFs = { promises: hidePackTemporaries(fs) };
-    this.trees = new TreeEditor((oid) =>
-      this.fromGit(async (cache) => (await git.readTree({ fs: this.gitFs, gitdir, oid, cache })).tree as TreeEntry[]),
-    );
+    this.objects = new ObjectDatabase(fs, gitdir);
+    this.trees = new TreeEditor(async (oid) => {
+      const entries = parseTree(await this.body(oid, 'tree'));
+      if (!entries) throw new CorruptStore({ where: `${gitdir} tree ${oid}`, reason: 'not a well-formed tree' });
+      return entries as TreeEntry[];
+    });
   }
 
   async blobText(oid: string): Promise<string> {
     return (await this.blobBytes(oid)).toString('utf8');
   }
 
-  async blobBytes(oid: string): Promise<Buffer> {
-    const { blob } = await this.fromGit((cache) => git.readBlob({ fs: this.gitFs, gitdir: this.gitdir, oid, cache }));
-    return Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
+  blobBytes(oid: string): Promise<Buffer> {
+    return this.body(oid, 'blob');
   }
 
   async commit(oid: string): Promise<CommitFacts & { tree: string }> {
-    const { commit } = await this.fromGit((cache) => git.readCommit({ fs: this.gitFs, gitdir: this.gitdir, oid, cache }));
+    const commit: ParsedCommit | null = parseCommit(await this.body(oid, 'commit'));
+    if (!commit) throw new CorruptStore({ where: `${this.gitdir} commit ${oid}`, reason: 'not a well-formed commit' });
     this.commitTrees.set(oid, commit.tree);
-    return { parent: commit.parent[0] ?? null, message: commit.message, author: commit.author, tree: commit.tree };
+    return { parent: commit.parents[0] ?? null, message: commit.message, author: commit.author, tree: commit.tree };
   }
 
   async treeOf(commitId: string): Promise<string> {
@@ -61,55 +61,19 @@ export class ObjectReader {
     return oid;
   }
 
-  /**
-   * A repack deletes the packs it rolled up, maybe while a read is searching
-   * them: a read that fails is tried again with a fresh cache (which lists the
-   * packs anew), a few times, a little later each time, since git unlinks the
-   * rolled-up packs one by one. Objects never change, so a retry is always
-   * safe; a real fault fails every time.
-   */
-  private async fromGit<T>(read: (cache: object) => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await read(this.gitCache);
-      } catch (err) {
-        if (attempt >= READ_RETRY_MS.length) throw err;
-        await new Promise((resolve) => setTimeout(resolve, READ_RETRY_MS[attempt]));
-        this.gitCache = {};
-      }
-    }
+  /** After a repack: the packs it removed are dropped (their descriptors closed); new ones are opened when a read needs them. */
+  forgetDeletedPacks(): Promise<void> {
+    return this.objects.forgetDeleted();
   }
 
-  /**
-   * After a repack, forgets only the packs that are gone. isomorphic-git keeps a
-   * whole pack in memory once read (and checks its SHA-1): starting over with an
-   * empty cache would re-read the large packs after every repack, which at
-   * 50,000 items is tens of megabytes, several times a second under writes.
-   */
-  async forgetDeletedPacks(): Promise<void> {
-    const cache = this.gitCache as Record<symbol, unknown>;
-    const packDir = `${this.gitdir}/objects/pack`;
-    const live = new Set((await this.fs.readdir(packDir).catch(() => [] as string[])).map((n) => `${packDir}/${n}`));
-    for (const key of Object.getOwnPropertySymbols(cache)) {
-      const map = cache[key];
-      if (!(map instanceof Map)) continue;
-      for (const name of [...map.keys()]) {
-        if (typeof name === 'string' && name.includes('/objects/pack/') && !live.has(name)) map.delete(name);
-      }
-    }
+  /** Closes the packs (the repository is closed). */
+  close(): void {
+    this.objects.close();
   }
-}
 
-/**
- * isomorphic-git takes every `*.idx` in objects/pack for a pack index, including
- * the `.tmp-*` files C git writes while it builds a pack (and leaves behind when
- * interrupted). C git ignores dot-files there; so does the view we give isomorphic-git.
- */
-function hidePackTemporaries(fs: FsPromises): FsPromises {
-  const view = Object.create(fs) as FsPromises;
-  view.readdir = async (path: string) => {
-    const names = await fs.readdir(path);
-    return path.endsWith('/objects/pack') ? names.filter((n) => !n.startsWith('.')) : names;
-  };
-  return view;
+  private async body(oid: string, type: 'blob' | 'tree' | 'commit'): Promise<Buffer> {
+    const object = await this.objects.read(oid);
+    if (object.type !== type) throw new CorruptStore({ where: `${this.gitdir} object ${oid}`, reason: `a ${object.type}, not a ${type}` });
+    return object.body;
+  }
 }

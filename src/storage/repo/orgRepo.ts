@@ -239,13 +239,25 @@ export class OrgRepo {
     await this.repacks?.settled();
     await this.snapshots.save(this.state);
     this.searchIndex?.close();
+    this.reader.close();
   }
 
   /** Reads the branch, the index and the history log from disk, and swaps them in at once. */
   private async load(): Promise<void> {
     const head = await readRef(this.fs, this.gitdir);
-    const loaded = await loadIndex({ orgId: this.orgId, head, reader: this.reader, snapshotFile: this.snapshotFile, logger: this.logger });
-    const history = await HistoryLog.load({ fs: this.fs, gitdir: this.gitdir, head, readCommit: (oid) => this.reader.commit(oid), logger: this.logger });
+    const git = this.git;
+    // Side by side: a history rebuilt from nothing streams from C git while the index is read here.
+    const [loaded, history] = await Promise.all([
+      loadIndex({ orgId: this.orgId, head, reader: this.reader, snapshotFile: this.snapshotFile, logger: this.logger }),
+      HistoryLog.load({
+        fs: this.fs,
+        gitdir: this.gitdir,
+        head,
+        readCommit: (oid) => this.reader.commit(oid),
+        ...(git ? { walk: (from: string) => git.firstParentLog(this.gitdir, from) } : {}),
+        logger: this.logger,
+      }),
+    ]);
     // Swap in one step: a reload after a failed flush replaces everything at once.
     this.state = { index: loaded.index, head, rootTree: loaded.rootTree };
     this.historyLog = history;

@@ -55,71 +55,75 @@ export async function verifyRepository(args: {
     return report;
   }
   const reader = new ObjectReader(fs, gitdir);
-  const files = await listTreeFiles({ tree: (await reader.commit(report.head)).tree, readTree: (oid) => reader.trees.entries(oid) });
-  const configOid = files.get(LAYOUT.configPath);
-  if (!configOid) problems.push(`${LAYOUT.configPath} is missing: not a knowledge store repository`);
-  else {
-    const text = await reader.blobText(configOid);
-    let config: unknown;
-    try {
-      config = JSON.parse(text);
-    } catch {
-      config = undefined;
-    }
-    const c = (config ?? {}) as Record<string, unknown>;
-    if (c.format !== STORE_CONFIG.format || c.version !== STORE_CONFIG.version) {
-      problems.push(`${LAYOUT.configPath}: not a knowledge store repository of format version ${STORE_CONFIG.version}`);
-    }
-  }
-  const recordPrefix = `${LAYOUT.itemsRoot}/`;
-  const accounted = new Set<string>([LAYOUT.configPath]);
-  const ids = new Map<string, string>();
-  for (const [file, oid] of files) {
-    if (!file.startsWith(recordPrefix)) continue;
-    accounted.add(file);
-    const path = file.slice(recordPrefix.length);
-    let record;
-    try {
-      record = parseRecord(await reader.blobText(oid), file);
-    } catch (err) {
-      problems.push(`${file}: ${err instanceof Error ? err.message : String(err)}`);
-      continue;
-    }
-    if (record.path !== path) problems.push(`${file}: record names path "${record.path}"`);
-    const pathProblem = rules?.itemPath(path);
-    if (pathProblem) problems.push(`${path}: ${pathProblem}`);
-    for (const p of rules?.record(record) ?? []) problems.push(`${file}: ${p}`);
-    const other = ids.get(record.id);
-    if (other) problems.push(`${file}: id ${record.id} is also used by ${other}`);
-    ids.set(record.id, path);
-    if (record.deletedAt) report.trashed++;
-    else report.items++;
-    // A file item's record names its original bytes (fileKey): they must be the blob at its path.
-    for (const want of contentFiles(record, '')) {
-      const oid = files.get(want.path);
-      if (!oid) problems.push(`${path}: record has no content at ${want.path}`);
-      else if (want.oid !== '' && oid !== want.oid) problems.push(`${path}: the file at ${want.path} is not blob ${record.fileKey}`);
-      accounted.add(want.path);
-    }
-    if (record.itemType === 'file' && (record.fileKey === null || record.fileSize === null || record.contentType === null || record.fileName === null)) {
-      problems.push(`${path}: a file item's record lacks fileKey, fileName, contentType or fileSize`);
-    }
-    if ((record.deletedAt === null) !== (record.deletedBy === null)) problems.push(`${path}: deletedAt and deletedBy disagree`);
-  }
-  for (const [file, oid] of files) {
-    if (accounted.has(file)) continue;
-    const folder = LAYOUT.folderOfRulePath(file);
-    if (folder !== undefined) {
+  try {
+    const files = await listTreeFiles({ tree: (await reader.commit(report.head)).tree, readTree: (oid) => reader.trees.entries(oid) });
+    const configOid = files.get(LAYOUT.configPath);
+    if (!configOid) problems.push(`${LAYOUT.configPath} is missing: not a knowledge store repository`);
+    else {
+      const text = await reader.blobText(configOid);
+      let config: unknown;
       try {
-        const rule = parseFolderRule(await reader.blobText(oid), file);
-        if (rule.folder !== folder) problems.push(`${file}: rule names folder "${rule.folder}"`);
-        for (const p of rules?.folderRule(folder, rule) ?? []) problems.push(`${file}: ${p}`);
+        config = JSON.parse(text);
+      } catch {
+        config = undefined;
+      }
+      const c = (config ?? {}) as Record<string, unknown>;
+      if (c.format !== STORE_CONFIG.format || c.version !== STORE_CONFIG.version) {
+        problems.push(`${LAYOUT.configPath}: not a knowledge store repository of format version ${STORE_CONFIG.version}`);
+      }
+    }
+    const recordPrefix = `${LAYOUT.itemsRoot}/`;
+    const accounted = new Set<string>([LAYOUT.configPath]);
+    const ids = new Map<string, string>();
+    for (const [file, oid] of files) {
+      if (!file.startsWith(recordPrefix)) continue;
+      accounted.add(file);
+      const path = file.slice(recordPrefix.length);
+      let record;
+      try {
+        record = parseRecord(await reader.blobText(oid), file);
       } catch (err) {
         problems.push(`${file}: ${err instanceof Error ? err.message : String(err)}`);
+        continue;
       }
-      continue;
+      if (record.path !== path) problems.push(`${file}: record names path "${record.path}"`);
+      const pathProblem = rules?.itemPath(path);
+      if (pathProblem) problems.push(`${path}: ${pathProblem}`);
+      for (const p of rules?.record(record) ?? []) problems.push(`${file}: ${p}`);
+      const other = ids.get(record.id);
+      if (other) problems.push(`${file}: id ${record.id} is also used by ${other}`);
+      ids.set(record.id, path);
+      if (record.deletedAt) report.trashed++;
+      else report.items++;
+      // A file item's record names its original bytes (fileKey): they must be the blob at its path.
+      for (const want of contentFiles(record, '')) {
+        const oid = files.get(want.path);
+        if (!oid) problems.push(`${path}: record has no content at ${want.path}`);
+        else if (want.oid !== '' && oid !== want.oid) problems.push(`${path}: the file at ${want.path} is not blob ${record.fileKey}`);
+        accounted.add(want.path);
+      }
+      if (record.itemType === 'file' && (record.fileKey === null || record.fileSize === null || record.contentType === null || record.fileName === null)) {
+        problems.push(`${path}: a file item's record lacks fileKey, fileName, contentType or fileSize`);
+      }
+      if ((record.deletedAt === null) !== (record.deletedBy === null)) problems.push(`${path}: deletedAt and deletedBy disagree`);
     }
-    problems.push(`${file}: file has no item record`);
+    for (const [file, oid] of files) {
+      if (accounted.has(file)) continue;
+      const folder = LAYOUT.folderOfRulePath(file);
+      if (folder !== undefined) {
+        try {
+          const rule = parseFolderRule(await reader.blobText(oid), file);
+          if (rule.folder !== folder) problems.push(`${file}: rule names folder "${rule.folder}"`);
+          for (const p of rules?.folderRule(folder, rule) ?? []) problems.push(`${file}: ${p}`);
+        } catch (err) {
+          problems.push(`${file}: ${err instanceof Error ? err.message : String(err)}`);
+        }
+        continue;
+      }
+      problems.push(`${file}: file has no item record`);
+    }
+  } finally {
+    reader.close();
   }
   return report;
 }

@@ -6,6 +6,7 @@ import type { FolderRule } from '../../../src/storage/repo/itemRecord.js';
 import { OrgRepo } from '../../../src/storage/repo/orgRepo.js';
 import { OrgStore } from '../../../src/storage/repo/orgStore.js';
 import { INTENT_AUTHOR, moveIntent, putIntent } from '../../support/intents.js';
+import { PackReads } from '../../support/packReads.js';
 import { memoryFs } from '../../support/memfs.js';
 import { hostGit } from '../../support/git.js';
 
@@ -29,17 +30,9 @@ describe('storage/indexSnapshot (memfs)', () => {
   let fs: FsPromises;
   let logs: Logged[];
   let logger: Logger;
-  let packReads: number;
-
-  /** Counts packs read (each group commit wrote one): a start from the head's snapshot needs none for the index. */
-  const counting = (): FsPromises => {
-    const view = Object.create(fs) as FsPromises;
-    view.readFile = ((path: string, enc?: 'utf8') => {
-      if (/\/objects\/pack\/.*\.pack$/.test(path)) packReads++;
-      return enc ? fs.readFile(path, enc) : fs.readFile(path);
-    }) as FsPromises['readFile'];
-    return view;
-  };
+  /** Counts packs read from (each group commit wrote one): a start from the head's snapshot needs none for the index. */
+  const packReads = new PackReads();
+  const counting = (): FsPromises => packReads.view(fs);
   const open = (): Promise<OrgRepo> => OrgRepo.open({ orgId: 'acme', fs: counting(), gitdir: GITDIR, logger });
   const state = (repo: OrgRepo): { items: IndexEntry[]; rules: FolderRule[]; head: string | null } => ({
     items: [...repo.entries()],
@@ -61,7 +54,7 @@ describe('storage/indexSnapshot (memfs)', () => {
   beforeEach(async () => {
     ({ fs } = memoryFs());
     logs = [];
-    packReads = 0;
+    packReads.clear();
     logger = createLogger({ level: 'info', write: (line) => logs.push(JSON.parse(line) as Logged) });
     await new OrgStore({ git: hostGit, fs, dataDir: DATA, logger }).create('acme', new Date('2024-03-01T09:00:00Z'));
     const repo = await open();
@@ -77,14 +70,14 @@ describe('storage/indexSnapshot (memfs)', () => {
     const saved = JSON.parse(await fs.readFile(SNAPSHOT, 'utf8')) as { head: string; items: unknown[] };
     expect(saved.head).to.equal(head);
     expect(saved.items).to.have.length(30);
-    packReads = 0;
+    packReads.clear();
     const repo = await open();
     // The head commit's pack (for its tree) is read; no record is.
-    expect(packReads, 'packs read at start').to.equal(1);
-    packReads = 0;
+    expect(packReads.packsRead, 'packs read at start').to.equal(1);
+    packReads.clear();
     expect(state(repo)).to.deep.equal(await rebuilt());
     // Without the snapshot, the records of the 31 commits' packs are read.
-    expect(packReads, 'packs read by a rebuild').to.be.greaterThan(20);
+    expect(packReads.packsRead, 'packs read by a rebuild').to.be.greaterThan(20);
     expect(repo.get('f0/item-0.md')?.record.deletedAt).to.be.a('string');
     await repo.close();
   });

@@ -48,6 +48,8 @@ class HeldFs {
         write: (data) => (typeof data === 'string' ? handle.write(data) : handle.write(data)),
         chmod: (m) => handle.chmod(m),
         close: () => handle.close(),
+        read: (buffer, offset, length, position) => handle.read(buffer, offset, length, position),
+        stat: () => handle.stat(),
         sync: async () => {
           const released = new Promise<void>((resolve) => (this.release = resolve));
           this.held();

@@ -1,0 +1,203 @@
+import { createHash } from 'node:crypto';
+import { errnoCode } from '../../common/errors.js';
+import { CorruptStore } from '../errors.js';
+import type { FsPromises } from '../fs/fs.js';
+import { Lru } from '../repo/lru.js';
+import { applyDelta } from './deltaApply.js';
+import { isObjectId } from './objectFormat.js';
+import { readLooseObject } from './looseObject.js';
+import { PACK_MISMATCH, PackReader, WindowCache, type PackEntry, type StoredType } from './packReader.js';
+
+/** An object as stored: its type and its body (without the `<type> <size>\0` header). */
+export interface StoredObject {
+  type: StoredType;
+  body: Buffer;
+}
+
+/** Bytes of pack windows kept per repository (see `WINDOW_BYTES`). */
+const WINDOW_CACHE_BYTES = 4 * 1024 * 1024;
+/** Bytes of resolved delta bases kept per repository (C git's core.deltaBaseCacheLimit is 96 MiB; ours serves small items). */
+const BASE_CACHE_BYTES = 4 * 1024 * 1024;
+/** Longer chains than git ever writes (`--depth` 50 by default, 4095 at most) mean a loop in a damaged pack. */
+const MAX_CHAIN = 5000;
+
+/**
+ * A repository's objects, read as C git reads them: packs through their `.idx`
+ * (an object is read at its offset, never a whole pack), then loose objects.
+ * Every object read is hashed and compared with its id, so a damaged pack
+ * answers `CorruptStore`, never wrong bytes.
+ *
+ * A repack replaces packs while reads go on. C git writes the new pack before
+ * it unlinks the old ones and removes loose objects only once they are packed,
+ * so an object missing from every known pack and from the loose objects is in
+ * a pack not yet listed: the reader lists objects/pack again, once, and looks
+ * again (a pack that vanishes while it is being opened proves a newer one is
+ * in place: that listing is made again). Only then is the object missing.
+ */
+export class ObjectDatabase {
+  private packs: PackReader[] = [];
+  private readonly opening = new Map<string, Promise<PackReader | null>>();
+  private scanned = false;
+  private scans: Promise<void> = Promise.resolve();
+  /** The first listing, shared by the reads that start together (a cold start reads 32 records at once). */
+  private firstScan: Promise<void> | undefined;
+  private readonly windows = new WindowCache(WINDOW_CACHE_BYTES);
+  private readonly bases = new Lru<string, StoredObject>(BASE_CACHE_BYTES, (o) => o.body.byteLength + 64);
+
+  constructor(
+    private readonly fs: FsPromises,
+    private readonly gitdir: string,
+  ) {}
+
+  /** The object `oid`, checked against its id; `CorruptStore` when it is missing or damaged. */
+  read(oid: string): Promise<StoredObject> {
+    return this.readChecked(oid, 0);
+  }
+
+  private async readChecked(oid: string, depth: number): Promise<StoredObject> {
+    const found = await this.find(oid, depth);
+    if (!found) throw new CorruptStore({ where: `${this.gitdir} object ${oid}`, reason: 'missing' });
+    const hash = createHash('sha1').update(`${found.type} ${found.body.byteLength}\0`).update(found.body).digest('hex');
+    if (hash !== oid) throw new CorruptStore({ where: `${this.gitdir} object ${oid}`, reason: `its bytes hash to ${hash}` });
+    return found;
+  }
+
+  /**
+   * Lists the packs anew: opens new ones, drops (and closes) those a repack removed. Listings
+   * run one after the other, so a read that missed waits for a listing made after its miss.
+   */
+  rescan(): Promise<void> {
+    const next = this.scans.then(() => this.scanNow());
+    this.scans = next.catch(() => undefined);
+    return next;
+  }
+
+  /**
+   * After a repack: drops (and closes) the packs it removed, with one listing and nothing more
+   * (it runs beside the writes); the packs it wrote are opened by the first read that misses.
+   */
+  forgetDeleted(): Promise<void> {
+    const next = this.scans.then(async () => {
+      const live = new Set(await this.listPacks());
+      const kept: PackReader[] = [];
+      for (const pack of this.packs) {
+        if (live.has(pack.idxPath)) kept.push(pack);
+        else this.dropPack(pack);
+      }
+      this.packs = kept;
+    });
+    this.scans = next.catch(() => undefined);
+    return next;
+  }
+
+  /** The `.idx` files of objects/pack (C git ignores dot-files there: `.tmp-*` packs it is writing or left behind). */
+  private async listPacks(): Promise<string[]> {
+    const packDir = `${this.gitdir}/objects/pack`;
+    let names: string[];
+    try {
+      names = await this.fs.readdir(packDir);
+    } catch (err) {
+      if (errnoCode(err) !== 'ENOENT') throw err;
+      names = [];
+    }
+    return names.filter((n) => n.endsWith('.idx') && !n.startsWith('.')).map((n) => `${packDir}/${n}`);
+  }
+
+  private async scanNow(): Promise<void> {
+    for (let previous = ''; ; ) {
+      const listed = await this.listPacks();
+      const opened = await Promise.all(listed.map((path) => this.openPack(path)));
+      const live = new Set(listed);
+      const kept: PackReader[] = [];
+      for (const pack of this.packs) {
+        if (live.has(pack.idxPath)) kept.push(pack);
+        else this.dropPack(pack);
+      }
+      const fresh = opened.filter((p): p is PackReader => p !== null && !kept.includes(p));
+      // The newest packs first: after a repack they hold everything.
+      this.packs = [...fresh, ...kept];
+      this.scanned = true;
+      // A pack that vanished while it was opened was replaced: list again. The same listing twice
+      // means an index without its pack, which no listing will mend: those are skipped.
+      const listing = listed.join('\n');
+      if (!opened.includes(null) || listing === previous) return;
+      previous = listing;
+    }
+  }
+
+  /** Closes every pack (the repository is closed). */
+  close(): void {
+    for (const pack of this.packs) this.dropPack(pack);
+    this.packs = [];
+    this.opening.clear();
+    this.scanned = false;
+    this.firstScan = undefined;
+  }
+
+  private async find(oid: string, depth: number): Promise<StoredObject | undefined> {
+    if (!isObjectId(oid)) return undefined;
+    if (!this.scanned) {
+      // A listing that failed (EIO) is not kept: the next read lists again.
+      await (this.firstScan ??= this.rescan().catch((err: unknown) => {
+        this.firstScan = undefined;
+        throw err;
+      }));
+    }
+    const id = Buffer.from(oid, 'hex');
+    for (let pass = 0; pass < 2; pass++) {
+      for (const pack of this.packs) {
+        const offset = pack.index.find(id);
+        if (offset !== undefined) return pack.hold(() => this.resolve(pack, offset, depth));
+      }
+      const loose = await readLooseObject({ fs: this.fs, gitdir: this.gitdir, oid });
+      if (loose) return loose;
+      if (pass === 0) await this.rescan();
+    }
+    return undefined;
+  }
+
+  /** The object at `offset` of `pack`, its delta chain applied (bases from the cache when there). */
+  private async resolve(pack: PackReader, offset: number, depth: number): Promise<StoredObject> {
+    const entry: PackEntry = await pack.entryAt(offset);
+    if (entry.kind === 'whole') return entry;
+    if (depth > MAX_CHAIN) throw new CorruptStore({ where: `${pack.name} at ${offset}`, reason: 'delta chain too long (a loop?)' });
+    let base: StoredObject;
+    if (entry.kind === 'ofs') {
+      const key = `${pack.key}:${entry.baseOffset}`;
+      const cached = this.bases.get(key);
+      base = cached ?? (await this.resolve(pack, entry.baseOffset, depth + 1));
+      if (!cached) this.bases.set(key, base);
+    } else {
+      const cached = this.bases.get(entry.baseId);
+      base = cached ?? (await this.readChecked(entry.baseId, depth + 1));
+      if (!cached) this.bases.set(entry.baseId, base);
+    }
+    const body = applyDelta(base.body, entry.delta);
+    if (!Buffer.isBuffer(body)) throw new CorruptStore({ where: `${pack.name} at ${offset}`, reason: body.reason });
+    return { type: base.type, body };
+  }
+
+  private dropPack(pack: PackReader): void {
+    this.opening.delete(pack.idxPath);
+    pack.drop();
+  }
+
+  /** Opens a listed pack once (concurrent scans share the opening); null when it vanished meanwhile. */
+  private openPack(idxPath: string): Promise<PackReader | null> {
+    let pending = this.opening.get(idxPath);
+    if (!pending) {
+      // A pack whose index does not name it may have been replaced (same name) between reading
+      // the one and opening the other: opened once more before it is called damaged.
+      const open = (): Promise<PackReader> => PackReader.open(this.fs, idxPath, this.windows);
+      pending = open()
+        .catch((err: unknown) => (err instanceof CorruptStore && err.data.reason === PACK_MISMATCH ? open() : Promise.reject(err)))
+        .catch((err: unknown) => {
+          this.opening.delete(idxPath);
+          if (errnoCode(err) === 'ENOENT') return null;
+          throw err;
+        });
+      this.opening.set(idxPath, pending);
+    }
+    return pending;
+  }
+}
