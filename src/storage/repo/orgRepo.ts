@@ -211,7 +211,7 @@ export class OrgRepo {
     this.views.add(view);
   }
 
-  /** Keeps `index` in step with every published batch from now on (it was caught up to this head). */
+  /** Keeps `index` in step with every published batch from now on (it is caught up to this head, or catching up while batches come). */
   attachSearch(index: SearchIndex): void {
     this.searchIndex = index;
     this.views.add(index);

@@ -107,7 +107,8 @@ export class OrgStore {
     const { search } = this.options;
     if (search) {
       try {
-        repo.attachSearch(await SearchIndex.open({ file: `${gitdir}/${SEARCH_FILE}`, source: repo, logger, orgId, metrics: this.options.metrics, ...search }));
+        // Built in the background when missing or behind: the organization answers meanwhile; searches wait for it.
+        repo.attachSearch(await SearchIndex.open({ file: `${gitdir}/${SEARCH_FILE}`, source: repo, logger, orgId, metrics: this.options.metrics, inBackground: true, ...search }));
       } catch (err) {
         await repo.close();
         throw err;
@@ -218,6 +219,7 @@ export class OrgStore {
       const repo = await this.get(orgId);
       const search = repo?.search;
       if (search) {
+        await search.settled();
         report.problems.push(...search.differences());
         report.search = 'checked';
       }

@@ -72,8 +72,11 @@ export class SearchIndex implements DerivedView {
   readonly name = 'search index';
   /** What the index holds, by path (the same as its `items` table, kept in memory to compare cheaply). */
   private indexed = new Map<string, IndexedItem>();
-  /** Set when a batch could not be applied: the next query catches up first. */
+  /** Set when a batch could not be applied, or while the catch-up started at open runs: the next query catches up first. */
   private stale = false;
+  /** Batches that could not be applied, ever: a catch-up that saw one fail while it ran leaves the index stale. */
+  private failedBatches = 0;
+  private closed = false;
   /** The catch-up under way, if one is: `stage` declines meanwhile, and a second caller joins it. */
   private catchingUp: Promise<{ written: number; removed: number; needs: number }> | null = null;
   /** Batches staged since the write-ahead log was last copied into the file. */
@@ -101,6 +104,12 @@ export class SearchIndex implements DerivedView {
     progressEvery?: number;
     /** Told the time of each query, whoever asks (the API, MCP, the CLI). */
     metrics?: Metrics;
+    /**
+     * Catch up after returning instead of before (the store opens its organizations so): the organization
+     * serves reads and writes while the index is built, and searches wait for it. At 50,000 items of 2 KB
+     * a build is ~25 s, which a first start would otherwise spend before its first answer.
+     */
+    inBackground?: boolean;
   }): Promise<SearchIndex> {
     const { file, logger, orgId } = args;
     let db = SearchDb.open(file, logger);
@@ -112,8 +121,29 @@ export class SearchIndex implements DerivedView {
     }
     const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY, args.metrics ?? silentMetrics);
     index.indexed = db.indexed();
-    if (db.head !== args.source.headCommit || !db.closedCleanly) await index.catchUp();
+    if (db.head !== args.source.headCommit || !db.closedCleanly) {
+      if (args.inBackground) index.catchUpInBackground();
+      else await index.catchUp();
+    }
     return index;
+  }
+
+  /**
+   * Starts a catch-up nobody waits for: queries wait for it (the index is stale until it ends) and batches
+   * published meanwhile are applied as they come (see catchUp). One that fails leaves the index stale, so
+   * the next query tries again.
+   */
+  private catchUpInBackground(): void {
+    this.stale = true;
+    this.catchUp().catch((err: unknown) => {
+      if (this.closed) return; // stopped under it: the next open catches up
+      this.logger.error('search index: catch-up failed; the next search tries again', { org: this.orgId, error: String(err) });
+    });
+  }
+
+  /** Once no catch-up runs (for `verify`: a build under way is not a disagreement). */
+  async settled(): Promise<void> {
+    while (this.catchingUp) await this.catchingUp.catch(() => undefined);
   }
 
   /**
@@ -136,6 +166,7 @@ export class SearchIndex implements DerivedView {
 
   private async catchUpNow(): Promise<{ written: number; removed: number; needs: number }> {
     const started = Date.now();
+    const failedBefore = this.failedBatches;
     const live = new Map<string, IndexEntry>();
     for (const entry of this.source.entries()) if (entry.record.deletedAt === null) live.set(entry.record.path, entry);
     const removed = [...this.indexed.keys()].filter((path) => !live.has(path));
@@ -164,7 +195,8 @@ export class SearchIndex implements DerivedView {
       this.db.setHead(this.source.headCommit);
       return n;
     });
-    this.stale = false;
+    // A batch that failed while this ran may be in no row: stay stale, and the next query catches up again.
+    this.stale = this.failedBatches !== failedBefore;
     const changed = { written: stale.length, removed: removed.length, needs };
     if (changed.written + changed.removed + changed.needs > 0) {
       this.logger.info('search index caught up', { org: this.orgId, ...changed, ms: Date.now() - started });
@@ -216,6 +248,7 @@ export class SearchIndex implements DerivedView {
         } catch (err) {
           this.undo();
           this.stale = true;
+          this.failedBatches++;
           throw err;
         } finally {
           this.gate.open();
@@ -243,6 +276,7 @@ export class SearchIndex implements DerivedView {
       });
     } catch (err) {
       this.stale = true;
+      this.failedBatches++;
       // The in-memory copy may disagree with the rolled-back file: read it again at the catch-up.
       this.indexed = this.db.indexed();
       throw err;
@@ -344,6 +378,7 @@ export class SearchIndex implements DerivedView {
   }
 
   close(): void {
+    this.closed = true;
     this.db.close();
   }
 

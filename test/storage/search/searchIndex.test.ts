@@ -122,6 +122,27 @@ describe('storage/search: the index beside the repository', function () {
     expect(logged.find((l) => l.msg === 'search index caught up')).to.include({ written: 10, removed: 0 });
   });
 
+  it('is built in the background: the organization answers at once, searches wait for the build, writes made meanwhile are found', async () => {
+    const first = open();
+    for (let i = 0; i < 300; i++) await put(first, `d/i${i}.md`, `kiwi number${i}`);
+    await first.closeAll();
+    SearchDb.remove(file());
+    logged = [];
+    const again = open(true, 100);
+    const repo = await repoOf(again);
+    // Opened before the build is done (it reads the items' texts from git, a turn of I/O at least).
+    expect(logged.some((l) => l.msg === 'search index caught up')).to.equal(false);
+    expect(logged.find((l) => l.msg === 'search index: building')).to.include({ items: 300, of: 300 });
+    expect(repo.get('d/i7.md')?.record.path).to.equal('d/i7.md');
+    // A write while the build runs: applied as it is published, found by the next search.
+    await put(again, 'd/late.md', 'kiwi late');
+    expect(await found(again, 'late')).to.deep.equal(['d/late.md']);
+    expect(await found(again, 'number0')).to.deep.equal(['d/i0.md']);
+    expect(await found(again, 'number299')).to.deep.equal(['d/i299.md']);
+    expect(logged.find((l) => l.msg === 'search index caught up')).to.include({ removed: 0 });
+    expect((await again.verify('acme', STORE_RULES)).problems).to.deep.equal([]);
+  });
+
   it('is started afresh when its file is not a database, and rebuilt', async () => {
     const first = open();
     await put(first, 'c/x.md', 'grape');
