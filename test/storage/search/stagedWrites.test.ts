@@ -147,6 +147,41 @@ describe('storage/search: a batch staged while its pack is fsynced', function ()
     expect(index.differences()).to.deep.equal([]);
   });
 
+  it('a batch that cannot be applied while a catch-up runs leaves the index stale, so the next query catches up again', async () => {
+    for (let i = 0; i < 20; i++) await put(`notes/m${i}.md`, `mango ${i}`);
+    const index = repo.search;
+    if (!index) throw new Error('no search index');
+    type Entry = { record: { path: string } };
+    const inside = index as unknown as {
+      indexed: Map<string, { blob: string }>;
+      apply: (...args: unknown[]) => void;
+      textOf: (entry: Entry) => Promise<string>;
+    };
+    for (const [path, row] of inside.indexed) if (path.startsWith('notes/m')) row.blob = '0'.repeat(40);
+    // The catch-up is held while it reads those texts, so the next batch is published while it runs.
+    const textOf = inside.textOf.bind(index);
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    inside.textOf = async (entry) => {
+      if (entry.record.path.startsWith('notes/m')) await held;
+      return textOf(entry);
+    };
+    const catching = index.catchUp();
+    // The next batch's rows fail to be written (as a full disk would): the write itself stands.
+    const apply = inside.apply;
+    inside.apply = function (): void {
+      inside.apply = apply;
+      throw new Error('injected: the batch could not be applied');
+    };
+    await put('notes/f.md', 'feijoa');
+    release();
+    await catching;
+    inside.textOf = textOf;
+    // The catch-up's list was made before that batch: only a second catch-up brings its rows in.
+    expect(await found('feijoa')).to.deep.equal(['notes/f.md']);
+    expect(index.differences()).to.deep.equal([]);
+  });
+
   it('a write that fails after its batch was staged leaves nothing of it in the index', async () => {
     held.hold();
     held.failRefUpdate = true;
