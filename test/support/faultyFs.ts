@@ -40,7 +40,7 @@ export interface FaultyFsOptions {
    * Defaults to every call. Tests narrow it to one repository so that timer-driven
    * I/O elsewhere (the key store re-reading its file every 250 ms) cannot shift the count.
    */
-  counts?: (path: string) => boolean;
+  counts?: (path: string, op: string) => boolean;
   /** Keeps the `CallRecord` of every counted call in `calls` (off by default: it grows). */
   record?: boolean;
 }
@@ -56,7 +56,7 @@ export class FaultyFs implements FsPromises {
   /** The call that was made to fail since the last `arm`, if it came. */
   fired: CallRecord | undefined;
   private plan: FaultPlan | undefined;
-  private counts: (path: string) => boolean;
+  private counts: (path: string, op: string) => boolean;
   private record: boolean;
 
   constructor(
@@ -96,7 +96,7 @@ export class FaultyFs implements FsPromises {
    */
   private tick(op: string, ...paths: unknown[]): void {
     const named = paths.filter((p): p is string => typeof p === 'string');
-    if (named.length === 0 || !named.some((p) => this.counts(p))) return;
+    if (named.length === 0 || !named.some((p) => this.counts(p, op))) return;
     const call: CallRecord = { n: ++this.count, op, path: named.join(' -> ') };
     if (this.record) this.calls.push(call);
     if (this.plan && call.n === this.plan.failAt) {
