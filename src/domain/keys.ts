@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { systemClock, type Clock } from '../common/clock.js';
 import type { KeyRecord, KeyStore } from '../storage/keys/keyStore.js';
-import { Lru } from '../storage/repo/lru.js';
+import { Lru } from '../common/lru.js';
 import { InvalidInput, KeyNotFound } from './errors.js';
 import { isRole, type Role } from './permissions.js';
 import { validateScopes } from './scopes.js';

@@ -1,6 +1,6 @@
 import { view } from '../domain/items.js';
 import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
-import { Lru } from '../storage/repo/lru.js';
+import { Lru } from '../common/lru.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { formatEtag, itemEnvelope } from './presenters.js';
 

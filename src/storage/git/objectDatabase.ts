@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { errnoCode } from '../../common/errors.js';
 import { CorruptStore } from '../errors.js';
 import type { FsPromises } from '../fs/fs.js';
-import { Lru } from '../repo/lru.js';
+import { Lru } from '../../common/lru.js';
 import { applyDelta } from './deltaApply.js';
 import { isObjectId } from './objectFormat.js';
 import { readLooseObject } from './looseObject.js';

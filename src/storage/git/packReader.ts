@@ -2,7 +2,7 @@ import { promisify } from 'node:util';
 import { inflate, inflateSync } from 'node:zlib';
 import { CorruptStore } from '../errors.js';
 import type { FileHandleLike, FsPromises } from '../fs/fs.js';
-import { Lru } from '../repo/lru.js';
+import { Lru } from '../../common/lru.js';
 import { PackIndex } from './packIndex.js';
 
 const inflateAsync = promisify(inflate);

@@ -1,4 +1,4 @@
-import { Lru } from '../repo/lru.js';
+import { Lru } from '../../common/lru.js';
 import { compareTreeEntries } from './objectFormat.js';
 import type { TreeEntry } from './objectFormat.js';
 import type { ObjectStager } from './objectStager.js';

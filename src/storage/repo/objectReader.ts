@@ -5,7 +5,7 @@ import { parseCommit, parseTree, type ParsedCommit } from '../git/objectParse.js
 import type { TreeEntry } from '../git/objectFormat.js';
 import { TreeEditor } from '../git/treeEditor.js';
 import type { CommitFacts } from './historyLog.js';
-import { Lru } from './lru.js';
+import { Lru } from '../../common/lru.js';
 
 /**
  * Reads one repository's objects through our pack reader (`ObjectDatabase`):

@@ -11,7 +11,7 @@ import { loadIndex } from './indexLoader.js';
 import { IndexSnapshotFile, SnapshotCadence } from './indexSnapshot.js';
 import { ItemIndex, type IndexEntry } from './itemIndex.js';
 import { contentPath, LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
-import { Lru } from './lru.js';
+import { Lru } from '../../common/lru.js';
 import { ObjectReader } from './objectReader.js';
 import { RepackSchedule } from './repackSchedule.js';
 import type { SearchIndex } from '../search/searchIndex.js';
