@@ -2,8 +2,23 @@ import { randomBytes } from 'node:crypto';
 import { errnoCode } from '../../common/errors.js';
 import { fsyncDir } from '../fs/durable.js';
 import type { FileHandleLike, FsPromises } from '../fs/fs.js';
-import { blobObject, commitObject, treeObject, type GitObject, type Signature, type TreeEntry } from './objectFormat.js';
-import { buildPack, type BuiltPack } from './packFile.js';
+import { blobObject, commitObject, inTreeOrderOf, treeObject, type GitObject, type Signature, type TreeEntry } from './objectFormat.js';
+import { buildPack, type BuiltPack, type PackDelta } from './packFile.js';
+import { treeDelta } from './treeDelta.js';
+
+/**
+ * Longest chain of deltas a tree may end: git's own default (`pack.depth`). Every read of
+ * the last version applies the whole chain; a longer batch starts a new chain with a whole tree.
+ */
+export const MAX_DELTA_DEPTH = 50;
+
+/** A tree staged in the open batch: what a later version of it is written as a delta of. */
+interface StagedTree {
+  entries: readonly TreeEntry[];
+  size: number;
+  /** Deltas between it and a whole object (0: it is whole). */
+  depth: number;
+}
 
 /** What one flush put on disk. */
 export interface FlushReport {
@@ -25,6 +40,8 @@ export interface FlushReport {
  */
 export class ObjectStager {
   private readonly objects = new Map<string, GitObject>();
+  private readonly trees = new Map<string, StagedTree>();
+  private readonly deltas = new Map<string, PackDelta>();
   private sealed: BuiltPack | null = null;
   /** Objects in the sealed pack. */
   private count = 0;
@@ -38,16 +55,35 @@ export class ObjectStager {
     return this.stage(blobObject(content));
   }
 
-  writeTree(entries: readonly TreeEntry[]): string {
-    return this.stage(treeObject(entries));
+  /**
+   * `previous`: the tree this one is a new version of. If that is staged in the same batch, this
+   * one goes in the pack as a delta of it (see `treeDelta`), when that is smaller and the chain
+   * not too long; its id is still that of the whole tree.
+   */
+  writeTree(entries: readonly TreeEntry[], previous?: string | null): string {
+    const sorted = inTreeOrderOf(entries);
+    const object = treeObject(sorted);
+    if (this.objects.has(object.oid)) return object.oid;
+    const base = previous ? this.trees.get(previous) : undefined;
+    let depth = 0;
+    if (previous && base && base.depth < MAX_DELTA_DEPTH) {
+      const data = treeDelta({ base: base.entries, baseSize: base.size, entries: sorted, size: object.body.byteLength });
+      if (data.byteLength < object.body.byteLength) {
+        this.deltas.set(object.oid, { base: previous, data });
+        depth = base.depth + 1;
+      }
+    }
+    this.trees.set(object.oid, { entries: sorted, size: object.body.byteLength, depth });
+    return this.stage(object);
   }
 
   writeCommit(args: { tree: string; parents: string[]; author: Signature; message: string }): string {
     return this.stage(commitObject(args));
   }
 
+  /** An object staged twice (same id, same bytes) keeps its first place: a delta's base must come before it. */
   private stage(object: GitObject): string {
-    this.objects.set(object.oid, object);
+    if (!this.objects.has(object.oid)) this.objects.set(object.oid, object);
     return object.oid;
   }
 
@@ -57,9 +93,12 @@ export class ObjectStager {
    */
   seal(): void {
     if (this.objects.size === 0) return;
-    this.sealed = buildPack([...this.objects.values()]);
+    this.sealed = buildPack([...this.objects.values()], this.deltas);
     this.count = this.objects.size;
     this.objects.clear();
+    // The sealed pack is closed to later versions: a delta's base must be in its own pack.
+    this.trees.clear();
+    this.deltas.clear();
   }
 
   /**

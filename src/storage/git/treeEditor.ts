@@ -107,11 +107,12 @@ export class TreeEditor {
     }
     // Git has no empty folders: a folder whose last file left disappears from its parent.
     if (entries.length === 0) return null;
-    return this.write(entries, stager);
+    // Named as the tree's previous version: within a batch, each later version is stored as a delta of it.
+    return this.write(entries, stager, oid);
   }
 
-  private write(entries: TreeEntry[], stager: ObjectStager): string {
-    const oid = stager.writeTree(entries);
+  private write(entries: TreeEntry[], stager: ObjectStager, previous: string | null = null): string {
+    const oid = stager.writeTree(entries, previous);
     this.cache.set(oid, entries);
     return oid;
   }
