@@ -32,9 +32,9 @@ export interface FlushReport {
  * durably in one flush.
  *
  * A flush writes a single pack and its index, however many commits the batch
- * holds: temp files -> fsync -> rename (pack first, so a reader that finds the
- * index finds its pack) -> fsync of `objects/pack`. Two file fsyncs per group
- * commit, where loose objects cost one per object (about eight per commit).
+ * holds: temp files -> fsync (the two side by side) -> rename (pack first, so a
+ * reader that finds the index finds its pack) -> fsync of `objects/pack`. Two
+ * rounds of fsyncs per group commit, where loose objects cost one per object.
  * Temp files are named `tmp_pack_*` / `tmp_idx_*`, as C git names its own,
  * which `git fsck` ignores; a failed flush removes them.
  */
@@ -118,17 +118,23 @@ export class ObjectStager {
     const suffix = randomBytes(8).toString('hex');
     const temps = [`${dir}/tmp_pack_${suffix}`, `${dir}/tmp_idx_${suffix}`];
     const packPath = `${dir}/pack-${checksum}.pack`;
+    // Pack and index are written and fsynced side by side (one wait for the disk, not two): neither
+    // is visible before both are durable, as the renames come after.
+    const writeBoth = async (): Promise<void> => {
+      const written = await Promise.allSettled([writeReadOnly(fs, temps[0] as string, pack, opts.whileSyncing), writeReadOnly(fs, temps[1] as string, idx)]);
+      for (const w of written) if (w.status === 'rejected') throw w.reason;
+    };
     try {
       try {
-        await writeReadOnly(fs, temps[0] as string, pack, opts.whileSyncing);
+        await writeBoth();
       } catch (err) {
         // objects/pack is made once, on the first flush that finds it missing (not tried on every flush).
         if (errnoCode(err) !== 'ENOENT') throw err;
+        await Promise.all(temps.map((t) => fs.unlink(t).catch(() => undefined)));
         await fs.mkdir(dir, { recursive: true });
         await fsyncDir(fs, `${gitdir}/objects`);
-        await writeReadOnly(fs, temps[0] as string, pack, opts.whileSyncing);
+        await writeBoth();
       }
-      await writeReadOnly(fs, temps[1] as string, idx);
       await fs.rename(temps[0] as string, packPath);
       temps[0] = packPath;
       await fs.rename(temps[1] as string, `${dir}/pack-${checksum}.idx`);

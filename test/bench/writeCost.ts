@@ -1,0 +1,146 @@
+/**
+ * The write figures of issue 17 alone, before and after in the same run: durable PUTs (each its own
+ * commit) from `--writers` clients against our server, against the server of another checkout
+ * (`--baseline`, built), and, with `--git`, the git plumbing anchor (commitLoops.ts) on a copy of
+ * the same fixture; for each of `--items` (comma separated), in rotating rounds of `--duration`
+ * seconds. Prints commits/s and the server's CPU per commit (its own and its finished git
+ * children's, from /proc): on a shared machine the CPU per commit is the figure to compare.
+ *
+ *   npm run build && npx tsx test/bench/writeCost.ts [--items 1000,10000] [--writers 1] [--duration 8]
+ *     [--rounds 3] [--baseline <checkout>] [--git] [--repack 0]
+ *
+ * `--repack 0` sets KNOWLEDGE_AUTO_REPACK_OBJECTS=0 (no automatic repack: the write path alone).
+ * `PROFILE=1` profiles the servers (cpuProfile.mjs) into .tmp/bench/profiles/, warm-up included.
+ */
+import { Agent, request } from 'node:http';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { mkdirSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { commitCount } from '../support/git.js';
+import { runGitPlumbing } from './anchors/commitLoops.js';
+import { copyFixture, ensureFixture, gitdirOf, itemPath, type Fixture } from './fixtures.js';
+import { cpuSecondsOf, loadAverage, type Pinning } from './machine.js';
+import { stopServer } from './ours.js';
+import { startOurServer, type Served } from './processes.js';
+import { scriptOptions } from './settings.js';
+
+const options = scriptOptions();
+const ITEMS = (options.text('--items') ?? '1000,10000').split(',').map(Number);
+const WRITERS = options.number('--writers', 1);
+const DURATION_S = options.number('--duration', 8);
+const ROUNDS = options.number('--rounds', 3);
+const BASELINE = options.text('--baseline');
+const REPACK = options.text('--repack');
+const WITH_GIT = process.argv.includes('--git');
+const UNPINNED: Pinning = { pinned: false, serverCpu: null, loadCpu: null, description: 'unpinned' };
+
+interface Round {
+  commitsPerSecond: number;
+  /** Server CPU (its own, its children's) per commit, ms. */
+  cpuMs: number;
+  childMs: number;
+  load: number;
+}
+
+function put(agent: Agent, url: string, key: string, path: string, content: string): Promise<number> {
+  const body = JSON.stringify({ content });
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/api/v1/knowledge/items/${path}`, {
+      method: 'PUT',
+      agent,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+let serial = 0;
+
+async function putRound(s: Served, fixture: Fixture, dataDir: string): Promise<Round> {
+  const agent = new Agent({ keepAlive: true, maxSockets: WRITERS });
+  const gitdir = gitdirOf(dataDir);
+  const before = await commitCount(gitdir);
+  const cpu0 = await cpuSecondsOf(s.pid);
+  const t0 = performance.now();
+  const until = t0 + DURATION_S * 1000;
+  let ok = 0;
+  const writer = async (): Promise<void> => {
+    while (performance.now() < until) {
+      const i = serial++;
+      const k = (i * 7919) % fixture.items;
+      const status = await put(agent, s.url, fixture.key, itemPath(k), `# Item ${k}\n\nPUT #${i} of benchmark item ${k}.\n`);
+      if (status !== 200) throw new Error(`PUT: ${status}`);
+      ok++;
+    }
+  };
+  await Promise.all(Array.from({ length: WRITERS }, writer));
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu1 = await cpuSecondsOf(s.pid);
+  agent.destroy();
+  const commits = (await commitCount(gitdir)) - before;
+  if (commits !== ok) throw new Error(`${ok} PUTs answered 200, ${commits} commits made`);
+  return {
+    commitsPerSecond: commits / seconds,
+    cpuMs: ((cpu1.self - cpu0.self + cpu1.children - cpu0.children) * 1000) / commits,
+    childMs: ((cpu1.children - cpu0.children) * 1000) / commits,
+    load: await loadAverage(),
+  };
+}
+
+const profiles = join(process.cwd(), '.tmp', 'bench', 'profiles');
+if (process.env.PROFILE) mkdirSync(profiles, { recursive: true });
+const profile: Record<string, string> = process.env.PROFILE ? { NODE_OPTIONS: `--import ${pathToFileURL(join(import.meta.dirname, 'cpuProfile.mjs')).href}`, CPU_PROFILE_DIR: profiles } : {};
+const env: Record<string, string> = { KNOWLEDGE_SEARCH: 'off', ...(REPACK !== undefined ? { KNOWLEDGE_AUTO_REPACK_OBJECTS: REPACK } : {}), ...profile };
+const work = join(process.cwd(), '.tmp', 'bench', 'writecost');
+console.log(`writers ${WRITERS}, ${DURATION_S} s rounds × ${ROUNDS}, repack ${REPACK ?? 'default'}, started ${new Date().toISOString()}`);
+for (const items of ITEMS) {
+  const fixture = await ensureFixture({ items, hotVersions: 0 });
+  const contenders: Array<{ name: string; cli?: string }> = [{ name: 'ours' }, ...(BASELINE ? [{ name: 'before', cli: join(BASELINE, 'dist/src/cli/main.js') }] : [])];
+  const servers: Array<{ name: string; served: Served; dataDir: string; rounds: Round[] }> = [];
+  const git: number[] = [];
+  try {
+    for (const c of contenders) {
+      const dataDir = await copyFixture(fixture, join(work, `${items}-${c.name}`));
+      const served = await startOurServer({ dataDir, pinning: UNPINNED, env, ...(c.cli ? { cli: c.cli } : {}) });
+      // The first PUT opens the organization: not timed.
+      await put(new Agent(), served.url, fixture.key, itemPath(0), 'warm-up\n');
+      servers.push({ name: c.name, served, dataDir, rounds: [] });
+    }
+    for (let round = 1; round <= ROUNDS; round++) {
+      const order = round % 2 === 1 ? servers : [...servers].reverse();
+      for (const s of order) {
+        const r = await putRound(s.served, fixture, s.dataDir);
+        s.rounds.push(r);
+        console.log(`${items} items, round ${round}, ${s.name}: ${r.commitsPerSecond.toFixed(1)} commits/s, CPU ${r.cpuMs.toFixed(2)} ms/commit (children ${r.childMs.toFixed(2)}), load ${r.load}`);
+      }
+      if (WITH_GIT) {
+        const dir = await copyFixture(fixture, join(work, `${items}-git`));
+        const r = await runGitPlumbing({ gitdir: gitdirOf(dir), items, durationS: DURATION_S, pinning: UNPINNED });
+        git.push(r.commitsPerSecond);
+        console.log(`${items} items, round ${round}, git plumbing: ${r.commitsPerSecond.toFixed(1)} commits/s, load ${await loadAverage()}`);
+        await rm(dir, { recursive: true, force: true });
+      }
+    }
+    if (process.env.PROFILE) {
+      for (const s of servers) process.kill(s.served.pid, 'SIGUSR2');
+      await new Promise((r) => setTimeout(r, 2_000));
+    }
+  } finally {
+    for (const s of servers) await stopServer(s.served);
+  }
+  const gitBest = git.length ? Math.max(...git) : NaN;
+  for (const s of servers) {
+    const best = Math.max(...s.rounds.map((r) => r.commitsPerSecond));
+    const cpu = Math.min(...s.rounds.map((r) => r.cpuMs));
+    const ratio = WITH_GIT ? `, ${(best / gitBest).toFixed(2)}× git plumbing (${gitBest.toFixed(1)} commits/s)` : '';
+    console.log(`${items} items, ${s.name}: best ${best.toFixed(1)} commits/s, least CPU ${cpu.toFixed(2)} ms/commit${ratio}`);
+  }
+  for (const s of servers) await rm(s.dataDir, { recursive: true, force: true });
+}
