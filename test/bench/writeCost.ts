@@ -10,10 +10,11 @@
  *     [--rounds 3] [--baseline <checkout>] [--git] [--repack 0]
  *
  * `--repack 0` sets KNOWLEDGE_AUTO_REPACK_OBJECTS=0 (no automatic repack: the write path alone).
- * `PROFILE=1` profiles the servers (cpuProfile.mjs) into .tmp/bench/profiles/, warm-up included.
+ * `PROFILE=1` profiles the servers (cpuProfile.mjs) into .tmp/bench/profiles/: one profile of the start
+ * and warm-up, then one of the rounds (the newer file).
  */
 import { Agent, request } from 'node:http';
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { mkdirSync } from 'node:fs';
@@ -42,6 +43,13 @@ interface Round {
   cpuMs: number;
   childMs: number;
   load: number;
+  commits: number;
+  /** Packs that appeared in the round: group commits, when nothing repacks (`--repack 0`). */
+  packs: number;
+}
+
+async function packCount(gitdir: string): Promise<number> {
+  return (await readdir(join(gitdir, 'objects', 'pack'))).filter((n) => n.endsWith('.pack')).length;
 }
 
 function put(agent: Agent, url: string, key: string, path: string, content: string): Promise<number> {
@@ -67,6 +75,7 @@ async function putRound(s: Served, fixture: Fixture, dataDir: string): Promise<R
   const agent = new Agent({ keepAlive: true, maxSockets: WRITERS });
   const gitdir = gitdirOf(dataDir);
   const before = await commitCount(gitdir);
+  const packs0 = await packCount(gitdir);
   const cpu0 = await cpuSecondsOf(s.pid);
   const t0 = performance.now();
   const until = t0 + DURATION_S * 1000;
@@ -88,9 +97,11 @@ async function putRound(s: Served, fixture: Fixture, dataDir: string): Promise<R
   if (commits !== ok) throw new Error(`${ok} PUTs answered 200, ${commits} commits made`);
   return {
     commitsPerSecond: commits / seconds,
+    commits,
     cpuMs: ((cpu1.self - cpu0.self + cpu1.children - cpu0.children) * 1000) / commits,
     childMs: ((cpu1.children - cpu0.children) * 1000) / commits,
     load: await loadAverage(),
+    packs: (await packCount(gitdir)) - packs0,
   };
 }
 
@@ -113,12 +124,17 @@ for (const items of ITEMS) {
       await put(new Agent(), served.url, fixture.key, itemPath(0), 'warm-up\n');
       servers.push({ name: c.name, served, dataDir, rounds: [] });
     }
+    if (process.env.PROFILE) {
+      // The profile of the start and warm-up is written now; the one of the rounds at the end.
+      for (const s of servers) process.kill(s.served.pid, 'SIGUSR2');
+      await new Promise((r) => setTimeout(r, 2_000));
+    }
     for (let round = 1; round <= ROUNDS; round++) {
       const order = round % 2 === 1 ? servers : [...servers].reverse();
       for (const s of order) {
         const r = await putRound(s.served, fixture, s.dataDir);
         s.rounds.push(r);
-        console.log(`${items} items, round ${round}, ${s.name}: ${r.commitsPerSecond.toFixed(1)} commits/s, CPU ${r.cpuMs.toFixed(2)} ms/commit (children ${r.childMs.toFixed(2)}), load ${r.load}`);
+        console.log(`${items} items, round ${round}, ${s.name}: ${r.commitsPerSecond.toFixed(1)} commits/s, CPU ${r.cpuMs.toFixed(2)} ms/commit (children ${r.childMs.toFixed(2)}), ${(r.commits / Math.max(1, r.packs)).toFixed(1)} commits per new pack, load ${r.load}`);
       }
       if (WITH_GIT) {
         const dir = await copyFixture(fixture, join(work, `${items}-git`));

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { errnoCode } from '../../common/errors.js';
 import { fsyncDir } from '../fs/durable.js';
 import type { FileHandleLike, FsPromises } from '../fs/fs.js';
-import { blobObject, commitObject, inTreeOrderOf, treeObject, type GitObject, type Signature, type TreeEntry } from './objectFormat.js';
+import { blobObject, commitObject, gitObject, inTreeOrderOf, type GitObject, type Signature, type TreeEntry } from './objectFormat.js';
 import { buildPack, type BuiltPack, type PackDelta } from './packFile.js';
-import { treeDelta } from './treeDelta.js';
+import { editedTree, treeBytes } from './treeBytes.js';
 
 /**
  * Longest chain of deltas a tree may end: git's own default (`pack.depth`). Every read of
@@ -12,13 +12,6 @@ import { treeDelta } from './treeDelta.js';
  */
 export const MAX_DELTA_DEPTH = 50;
 
-/** A tree staged in the open batch: what a later version of it is written as a delta of. */
-interface StagedTree {
-  entries: readonly TreeEntry[];
-  size: number;
-  /** Deltas between it and a whole object (0: it is whole). */
-  depth: number;
-}
 
 /** What one flush put on disk. */
 export interface FlushReport {
@@ -40,7 +33,8 @@ export interface FlushReport {
  */
 export class ObjectStager {
   private readonly objects = new Map<string, GitObject>();
-  private readonly trees = new Map<string, StagedTree>();
+  /** The trees staged in the open batch (a later version of one is written as a delta of it): deltas between each and a whole object. */
+  private readonly trees = new Map<string, number>();
   private readonly deltas = new Map<string, PackDelta>();
   private sealed: BuiltPack | null = null;
   /** Objects in the sealed pack. */
@@ -56,24 +50,27 @@ export class ObjectStager {
   }
 
   /**
-   * `previous`: the tree this one is a new version of. If that is staged in the same batch, this
-   * one goes in the pack as a delta of it (see `treeDelta`), when that is smaller and the chain
-   * not too long; its id is still that of the whole tree.
+   * `previous`: the tree this one is a new version of, and its entries; `entries` are then in git's
+   * tree order (the tree editor keeps them so) and share every unchanged entry object with it, and
+   * the tree is built from the previous one's bytes (see `editedTree`). If that is staged in the
+   * same batch, this one goes in the pack as a delta of it, when that is smaller and the chain not
+   * too long; its id is still that of the whole tree.
    */
-  writeTree(entries: readonly TreeEntry[], previous?: string | null): string {
-    const sorted = inTreeOrderOf(entries);
-    const object = treeObject(sorted);
-    if (this.objects.has(object.oid)) return object.oid;
-    const base = previous ? this.trees.get(previous) : undefined;
-    let depth = 0;
-    if (previous && base && base.depth < MAX_DELTA_DEPTH) {
-      const data = treeDelta({ base: base.entries, baseSize: base.size, entries: sorted, size: object.body.byteLength });
-      if (data.byteLength < object.body.byteLength) {
-        this.deltas.set(object.oid, { base: previous, data });
-        depth = base.depth + 1;
-      }
+  writeTree(entries: readonly TreeEntry[], previous?: { oid: string; entries: readonly TreeEntry[] } | null): string {
+    if (!previous) {
+      const object = gitObject('tree', treeBytes(inTreeOrderOf(entries)).body);
+      if (!this.objects.has(object.oid)) this.trees.set(object.oid, 0);
+      return this.stage(object);
     }
-    this.trees.set(object.oid, { entries: sorted, size: object.body.byteLength, depth });
+    const baseDepth = this.trees.get(previous.oid);
+    const { object, delta } = editedTree(previous.entries, entries, baseDepth !== undefined && baseDepth < MAX_DELTA_DEPTH);
+    if (this.objects.has(object.oid)) return object.oid;
+    let depth = 0;
+    if (delta && delta.byteLength < object.body.byteLength) {
+      this.deltas.set(object.oid, { base: previous.oid, data: delta });
+      depth = (baseDepth as number) + 1;
+    }
+    this.trees.set(object.oid, depth);
     return this.stage(object);
   }
 

@@ -1,5 +1,3 @@
-import { compareTreeEntries, encodedEntry, type TreeEntry } from './objectFormat.js';
-
 /**
  * Git's copy instructions can say up to 24 bits of size, but C git writes at most 64 KiB per copy
  * and older readers (and isomorphic-git's) were written against that.
@@ -9,37 +7,10 @@ const MAX_COPY = 0x10000;
 const MAX_INSERT = 0x7f;
 
 /**
- * The delta (git's format, as `applyDelta` reads it) that turns the tree of `base` into the tree of
- * `entries`, both lists in git's tree order. No search for common bytes: the tree editor edits a tree
- * in place, so the new version shares every unchanged entry object with the old one, and an entry is
- * copied exactly when it is the very same object (its bytes are at a known offset of the base);
- * everything else is inserted. A walk of both lists in step, like a merge: a thousand-entry folder
- * with one changed file becomes copy, insert, copy (about 60 bytes instead of 50 KB).
+ * Writes a delta in git's format (as `applyDelta` reads it): the base's size and the result's size,
+ * then instructions, merging adjacent copies into one range and adjacent inserts into one run.
  */
-export function treeDelta(args: { base: readonly TreeEntry[]; baseSize: number; entries: readonly TreeEntry[]; size: number }): Buffer {
-  const { base, entries } = args;
-  const out = new DeltaWriter(args.baseSize, args.size);
-  let i = 0;
-  let baseAt = 0;
-  for (const entry of entries) {
-    // Base entries that sort before this one are gone from the new version: skip their bytes.
-    while (i < base.length && base[i] !== entry && compareTreeEntries(base[i] as TreeEntry, entry) < 0) baseAt += encodedEntry(base[i++] as TreeEntry).byteLength;
-    const bytes = encodedEntry(entry);
-    if (i < base.length && base[i] === entry) {
-      out.copy(baseAt, bytes.byteLength);
-      baseAt += bytes.byteLength;
-      i++;
-      continue;
-    }
-    // The same name changed (a new blob id), or a new name: its bytes go in the delta.
-    if (i < base.length && compareTreeEntries(base[i] as TreeEntry, entry) === 0) baseAt += encodedEntry(base[i++] as TreeEntry).byteLength;
-    out.insert(bytes);
-  }
-  return out.finish();
-}
-
-/** Writes delta instructions, merging adjacent copies into one range and adjacent inserts into one run. */
-class DeltaWriter {
+export class DeltaWriter {
   private readonly parts: Buffer[] = [];
   /** The copy range being extended, not yet written. */
   private copyFrom = 0;
@@ -48,9 +19,7 @@ class DeltaWriter {
   private pending: Buffer[] = [];
   private pendingLength = 0;
 
-  constructor(baseSize: number, size: number) {
-    this.parts.push(Buffer.from([...varint(baseSize), ...varint(size)]));
-  }
+  constructor(private readonly baseSize: number) {}
 
   copy(offset: number, length: number): void {
     this.flushInsert();
@@ -69,10 +38,11 @@ class DeltaWriter {
     this.pendingLength += bytes.byteLength;
   }
 
-  finish(): Buffer {
+  /** The delta, to a result of `size` bytes. */
+  finish(size: number): Buffer {
     this.flushCopy();
     this.flushInsert();
-    return Buffer.concat(this.parts);
+    return Buffer.concat([Buffer.from([...varint(this.baseSize), ...varint(size)]), ...this.parts]);
   }
 
   private flushCopy(): void {

@@ -7,7 +7,7 @@ import { applyDelta } from '../../../src/storage/git/deltaApply.js';
 import { ObjectDatabase } from '../../../src/storage/git/objectDatabase.js';
 import { compareTreeEntries, treeObject, type TreeEntry } from '../../../src/storage/git/objectFormat.js';
 import { MAX_DELTA_DEPTH, ObjectStager } from '../../../src/storage/git/objectStager.js';
-import { treeDelta } from '../../../src/storage/git/treeDelta.js';
+import { editedTree } from '../../../src/storage/git/treeBytes.js';
 import { TreeEditor, type TreeChange } from '../../../src/storage/git/treeEditor.js';
 import { git as cgit } from '../../support/git.js';
 import { tmpDir } from '../../support/tmp.js';
@@ -78,7 +78,7 @@ describe('storage/treeDelta: trees as deltas of their previous version', () => {
     return pack.replace(/\.pack$/, '.idx');
   }
 
-  it('the delta of an edited tree rebuilds it exactly, and is a copy, an insert and a copy', () => {
+  it('an edited tree is built from its previous version exactly, and its delta is a copy, an insert and a copy', () => {
     const base = flatFolder(1000, 'a');
     const next = [...base];
     next[500] = { ...(base[500] as TreeEntry), oid: 'f'.repeat(40) };
@@ -86,13 +86,16 @@ describe('storage/treeDelta: trees as deltas of their previous version', () => {
     next.splice(900, 0, { mode: '100644', path: 'item-0900x.md', oid: 'e'.repeat(40), type: 'blob' });
     const before = treeObject(base).body;
     const after = treeObject(next).body;
-    const delta = treeDelta({ base, baseSize: before.byteLength, entries: next, size: after.byteLength });
-    expect(applyDelta(before, delta)).to.deep.equal(after);
+    const { object, delta } = editedTree(base, next, true);
+    expect(object.body.equals(after), 'the tree built from its previous version').to.equal(true);
+    expect(object.oid).to.equal(treeObject(next).oid);
+    if (!delta) throw new Error('no delta');
+    expect((applyDelta(before, delta) as Buffer).equals(after)).to.equal(true);
     expect(delta.byteLength).to.be.below(200);
     expect(after.byteLength).to.be.above(40_000);
   });
 
-  it('random edits of random trees: each delta applies to the exact new tree', () => {
+  it('random edits of random trees: the tree built from its previous version and its delta are exact', () => {
     const next = random(17);
     for (let round = 0; round < 200; round++) {
       const base = flatFolder(1 + Math.floor(next() * 300), `r${round}`);
@@ -113,8 +116,13 @@ describe('storage/treeDelta: trees as deltas of their previous version', () => {
       }
       const baseBody = treeObject(base).body;
       const body = treeObject(entries).body;
-      const delta = treeDelta({ base, baseSize: baseBody.byteLength, entries, size: body.byteLength });
-      expect(applyDelta(baseBody, delta), `round ${round}`).to.deep.equal(body);
+      // Built twice from the same base: its bytes are cached by list, and dropped for the base once edited.
+      for (const withDelta of [true, false]) {
+        const built = editedTree(base, entries, withDelta);
+        expect(built.object.body.equals(body), `round ${round}: the tree built from its previous version`).to.equal(true);
+        if (withDelta) expect((applyDelta(baseBody, built.delta as Buffer) as Buffer).equals(body), `round ${round}: the delta`).to.equal(true);
+        else expect(built.delta).to.equal(null);
+      }
     }
   });
 
