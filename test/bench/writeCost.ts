@@ -13,7 +13,7 @@
  * `PROFILE=1` profiles the servers (cpuProfile.mjs) into .tmp/bench/profiles/: one profile of the start
  * and warm-up, then one of the rounds (the newer file).
  */
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,6 +25,7 @@ import { copyFixture, ensureFixture, gitdirOf, itemPath, type Fixture } from './
 import { cpuSecondsOf, loadAverage, type Pinning } from './machine.js';
 import { stopServer } from './ours.js';
 import { startOurServer, type Served } from './processes.js';
+import { putItem } from './putRequest.js';
 import { scriptOptions } from './settings.js';
 
 const options = scriptOptions();
@@ -52,22 +53,7 @@ async function packCount(gitdir: string): Promise<number> {
   return (await readdir(join(gitdir, 'objects', 'pack'))).filter((n) => n.endsWith('.pack')).length;
 }
 
-function put(agent: Agent, url: string, key: string, path: string, content: string): Promise<number> {
-  const body = JSON.stringify({ content });
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/api/v1/knowledge/items/${path}`, {
-      method: 'PUT',
-      agent,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    });
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const put = (agent: Agent, url: string, key: string, path: string, content: string): Promise<number> => putItem({ url, key, path, content, agent });
 
 let serial = 0;
 

@@ -10,6 +10,7 @@ import { MAX_DELTA_DEPTH, ObjectStager } from '../../../src/storage/git/objectSt
 import { editedTree } from '../../../src/storage/git/treeBytes.js';
 import { TreeEditor, type TreeChange } from '../../../src/storage/git/treeEditor.js';
 import { git as cgit } from '../../support/git.js';
+import { random } from '../../support/random.js';
 import { tmpDir } from '../../support/tmp.js';
 
 /**
@@ -21,18 +22,6 @@ import { tmpDir } from '../../support/tmp.js';
 
 const FS = nodeFs as unknown as FsPromises;
 const AUTHOR = { name: 'T', email: 't@example.com', timestamp: 1_700_000_000 };
-
-/** A small seeded generator (mulberry32): the same edits on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The entries of a flat folder of `n` files, in git's order. */
 function flatFolder(n: number, salt: string): TreeEntry[] {
