@@ -120,7 +120,7 @@ for (const items of ITEMS) {
       for (const s of order) {
         const r = await putRound(s.served, fixture, s.dataDir);
         s.rounds.push(r);
-        console.log(`${items} items, round ${round}, ${s.name}: ${r.commitsPerSecond.toFixed(1)} commits/s, CPU ${r.cpuMs.toFixed(2)} ms/commit (children ${r.childMs.toFixed(2)}), ${(r.commits / Math.max(1, r.packs)).toFixed(1)} commits per new pack, load ${r.load}`);
+        console.log(`${items} items, round ${round}, ${s.name}: ${r.commitsPerSecond.toFixed(1)} commits/s, CPU ${r.cpuMs.toFixed(2)} ms/commit (children ${r.childMs.toFixed(2)}), ${REPACK === '0' ? `${(r.commits / Math.max(1, r.packs)).toFixed(1)} commits per group commit, ` : ''}load ${r.load}`);
       }
       if (WITH_GIT) {
         const dir = await copyFixture(fixture, join(work, `${items}-git`));
