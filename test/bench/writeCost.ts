@@ -14,7 +14,7 @@
  * and warm-up, then one of the rounds (the newer file).
  */
 import { Agent } from 'node:http';
-import { readdir, rm } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { mkdirSync } from 'node:fs';
@@ -45,12 +45,25 @@ interface Round {
   childMs: number;
   load: number;
   commits: number;
+  /** Pack bytes written per commit (meaningful with `--repack 0`). */
+  packBytesPerCommit: number;
   /** Packs that appeared in the round: group commits, when nothing repacks (`--repack 0`). */
   packs: number;
 }
 
 async function packCount(gitdir: string): Promise<number> {
-  return (await readdir(join(gitdir, 'objects', 'pack'))).filter((n) => n.endsWith('.pack')).length;
+  return (await packFiles(gitdir)).length;
+}
+
+async function packFiles(gitdir: string): Promise<string[]> {
+  return (await readdir(join(gitdir, 'objects', 'pack'))).filter((n) => n.endsWith('.pack')).map((n) => join(gitdir, 'objects', 'pack', n));
+}
+
+/** Bytes of the packs in `gitdir` (all of them: with `--repack 0`, the round's are the growth). */
+async function packBytes(gitdir: string): Promise<number> {
+  let total = 0;
+  for (const f of await packFiles(gitdir)) total += (await stat(f)).size;
+  return total;
 }
 
 const put = (agent: Agent, url: string, key: string, path: string, content: string): Promise<number> => putItem({ url, key, path, content, agent });
@@ -62,6 +75,7 @@ async function putRound(s: Served, fixture: Fixture, dataDir: string): Promise<R
   const gitdir = gitdirOf(dataDir);
   const before = await commitCount(gitdir);
   const packs0 = await packCount(gitdir);
+  const bytes0 = await packBytes(gitdir);
   const cpu0 = await cpuSecondsOf(s.pid);
   const t0 = performance.now();
   const until = t0 + DURATION_S * 1000;
@@ -88,6 +102,7 @@ async function putRound(s: Served, fixture: Fixture, dataDir: string): Promise<R
     childMs: ((cpu1.children - cpu0.children) * 1000) / commits,
     load: await loadAverage(),
     packs: (await packCount(gitdir)) - packs0,
+    packBytesPerCommit: ((await packBytes(gitdir)) - bytes0) / commits,
   };
 }
 
@@ -120,7 +135,7 @@ for (const items of ITEMS) {
       for (const s of order) {
         const r = await putRound(s.served, fixture, s.dataDir);
         s.rounds.push(r);
-        console.log(`${items} items, round ${round}, ${s.name}: ${r.commitsPerSecond.toFixed(1)} commits/s, CPU ${r.cpuMs.toFixed(2)} ms/commit (children ${r.childMs.toFixed(2)}), ${REPACK === '0' ? `${(r.commits / Math.max(1, r.packs)).toFixed(1)} commits per group commit, ` : ''}load ${r.load}`);
+        console.log(`${items} items, round ${round}, ${s.name}: ${r.commitsPerSecond.toFixed(1)} commits/s, CPU ${r.cpuMs.toFixed(2)} ms/commit (children ${r.childMs.toFixed(2)}), ${REPACK === '0' ? `${(r.commits / Math.max(1, r.packs)).toFixed(1)} commits per group commit, ${(r.packBytesPerCommit / 1024).toFixed(1)} KiB of pack per commit, ` : ''}load ${r.load}`);
       }
       if (WITH_GIT) {
         const dir = await copyFixture(fixture, join(work, `${items}-git`));
