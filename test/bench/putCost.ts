@@ -10,7 +10,6 @@
  * `PROFILE=1` profiles both servers (cpuProfile.mjs) into .tmp/bench/profiles/, warm-up included.
  */
 import { mkdirSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -18,6 +17,7 @@ import { copyFixture, ensureFixture, itemPath } from './fixtures.js';
 import { cpuSecondsOf, type Pinning } from './machine.js';
 import { stopServer } from './ours.js';
 import { startOurServer, type Served } from './processes.js';
+import { putItem } from './putRequest.js';
 import { scriptOptions } from './settings.js';
 
 const options = scriptOptions();
@@ -28,22 +28,7 @@ const ITEMS = opt('--items', 10_000);
 const WRITERS = opt('--writers', 1);
 const UNPINNED: Pinning = { pinned: false, serverCpu: null, loadCpu: null, description: 'unpinned' };
 
-function put(url: string, key: string, path: string, content: string): Promise<number> {
-  const body = JSON.stringify({ content });
-  return new Promise((resolve, reject) => {
-    const req = request(`${url}/api/v1/knowledge/items/${path}`, {
-      method: 'PUT',
-      agent: false,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    });
-    req.on('response', (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const put = (url: string, key: string, path: string, content: string): Promise<number> => putItem({ url, key, path, content });
 
 const fixture = await ensureFixture({ items: ITEMS, hotVersions: 0 });
 const work = join(process.cwd(), '.tmp', 'bench', 'putcost');

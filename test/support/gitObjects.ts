@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { inflateSync } from 'node:zlib';
 import type { FsPromises } from '../../src/storage/fs/fs.js';
+import { applyDelta } from '../../src/storage/git/deltaApply.js';
 
 /**
  * Reads objects (loose or packed) byte for byte, independently of isomorphic-git, so tests
@@ -38,9 +39,10 @@ export async function readObject(fs: FsPromises, gitdir: string, oid: string): P
 const PACK_TYPES = ['', 'commit', 'tree', 'blob', 'tag'];
 
 /**
- * Finds `oid` through the pack indexes (version 2) and decodes its entry. Only
- * whole objects: the packs the store writes hold no deltas (a repacked
- * repository is read with C git in the tests that repack).
+ * Finds `oid` through the pack indexes (version 2) and decodes its entry: a whole object, or an
+ * OFS_DELTA (the store writes later versions of a tree in a batch as deltas of the earlier one)
+ * applied to its base. REF_DELTA is not read here (a repacked repository is read with C git in
+ * the tests that repack).
  */
 async function readPackedObject(fs: FsPromises, gitdir: string, oid: string): Promise<RawObject> {
   const dir = `${gitdir}/objects/pack`;
@@ -59,24 +61,43 @@ async function readPackedObject(fs: FsPromises, gitdir: string, oid: string): Pr
     const offset = idx.readUInt32BE(oids + count * 24 + at * 4);
     if (offset & 0x80000000) throw new Error('large offsets are not read here');
     const pack = await fs.readFile(`${dir}/${name.replace(/\.idx$/, '.pack')}`);
-    let byte = pack[offset] as number;
-    const type = PACK_TYPES[(byte >> 4) & 7] ?? '';
-    if (!type) throw new Error(`${oid}: pack entry of type ${(byte >> 4) & 7} (a delta?)`);
-    let size = byte & 0x0f;
-    let shift = 4;
-    let p = offset + 1;
-    while (byte & 0x80) {
-      byte = pack[p++] as number;
-      size += (byte & 0x7f) * 2 ** shift;
-      shift += 7;
-    }
-    const body = inflateSync(pack.subarray(p));
-    if (body.length !== size) throw new Error(`${oid}: entry says ${size} bytes, holds ${body.length}`);
-    const actual = createHash('sha1').update(`${type} ${size}\0`).update(body).digest('hex');
+    const { type, body } = packEntryAt(pack, offset);
+    const actual = createHash('sha1').update(`${type} ${body.length}\0`).update(body).digest('hex');
     if (actual !== oid) throw new Error(`object ${oid} hashes to ${actual}`);
     return { type, body };
   }
   throw Object.assign(new Error(`object ${oid} not found`), { code: 'ENOENT' });
+}
+
+function packEntryAt(pack: Buffer, offset: number): RawObject {
+  let byte = pack[offset] as number;
+  const code = (byte >> 4) & 7;
+  let size = byte & 0x0f;
+  let shift = 4;
+  let p = offset + 1;
+  while (byte & 0x80) {
+    byte = pack[p++] as number;
+    size += (byte & 0x7f) * 2 ** shift;
+    shift += 7;
+  }
+  let base: RawObject | undefined;
+  if (code === 6) {
+    byte = pack[p++] as number;
+    let distance = byte & 0x7f;
+    while (byte & 0x80) {
+      byte = pack[p++] as number;
+      distance = (distance + 1) * 128 + (byte & 0x7f);
+    }
+    base = packEntryAt(pack, offset - distance);
+  }
+  const type = base ? base.type : (PACK_TYPES[code] ?? '');
+  if (!type) throw new Error(`pack entry at ${offset} of type ${code}`);
+  const data = inflateSync(pack.subarray(p));
+  if (data.length !== size) throw new Error(`pack entry at ${offset} says ${size} bytes, holds ${data.length}`);
+  if (!base) return { type, body: data };
+  const body = applyDelta(base.body, data);
+  if (!Buffer.isBuffer(body)) throw new Error(`pack entry at ${offset}: ${body.reason}`);
+  return { type, body };
 }
 
 /** The entries of a tree object in the order they are stored. */

@@ -20,6 +20,7 @@ export interface LockOptions {
 
 export class LockFile {
   private done = false;
+  private written = false;
   private renamed = false;
   private constructor(
     private readonly fs: FsPromises,
@@ -47,11 +48,33 @@ export class LockFile {
 
   /** Writes `data` as the target's new content: fsync, rename over the target, fsync the directory. */
   async commit(data: Uint8Array | string): Promise<void> {
+    await this.write(data);
+    await this.publish();
+  }
+
+  /**
+   * The first half of `commit`: `data` durable in the lock file, the target untouched and the lock
+   * still held. A caller can do this beside other fsyncs (the write pipeline: beside the pack's),
+   * then `publish`, or `release` to leave the target as it was. On failure the lock is released.
+   */
+  async write(data: Uint8Array | string): Promise<void> {
     this.assertOpen();
     try {
       await this.handle.write(data);
       await this.handle.sync();
       await this.handle.close();
+      this.written = true;
+    } catch (err) {
+      await this.release();
+      throw err;
+    }
+  }
+
+  /** The second half of `commit`: the written lock file renamed over the target, and the directory fsynced. */
+  async publish(): Promise<void> {
+    this.assertOpen();
+    if (!this.written) throw new Error(`lock ${this.path} published before it was written`);
+    try {
       await this.fs.rename(this.path, this.target);
       this.done = true;
       this.renamed = true;

@@ -69,9 +69,12 @@ function inTreeOrder(entries: readonly TreeEntry[]): boolean {
 
 /** A tree: entries in git's order (sorted here unless they already are), folder modes written as "40000". */
 export function treeObject(entries: readonly TreeEntry[]): GitObject {
-  const sorted = inTreeOrder(entries) ? entries : [...entries].sort(compareTreeEntries);
-  const parts = sorted.map(encodedEntry);
-  return gitObject('tree', Buffer.concat(parts));
+  return gitObject('tree', Buffer.concat(inTreeOrderOf(entries).map(encodedEntry)));
+}
+
+/** `entries` in git's tree order: the same array when they already are (the tree editor keeps them so). */
+export function inTreeOrderOf(entries: readonly TreeEntry[]): readonly TreeEntry[] {
+  return inTreeOrder(entries) ? entries : [...entries].sort(compareTreeEntries);
 }
 
 /**
@@ -81,7 +84,7 @@ export function treeObject(entries: readonly TreeEntry[]): GitObject {
  */
 const ENCODED = new WeakMap<TreeEntry, Buffer>();
 
-function encodedEntry(e: TreeEntry): Buffer {
+export function encodedEntry(e: TreeEntry): Buffer {
   let bytes = ENCODED.get(e);
   if (!bytes) {
     bytes = Buffer.concat([Buffer.from(`${modeOf(e)} ${e.path}\0`, 'utf8'), Buffer.from(e.oid, 'hex')]);

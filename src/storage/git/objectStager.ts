@@ -2,8 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { errnoCode } from '../../common/errors.js';
 import { fsyncDir } from '../fs/durable.js';
 import type { FileHandleLike, FsPromises } from '../fs/fs.js';
-import { blobObject, commitObject, treeObject, type GitObject, type Signature, type TreeEntry } from './objectFormat.js';
-import { buildPack, type BuiltPack } from './packFile.js';
+import { blobObject, commitObject, gitObject, inTreeOrderOf, type GitObject, type Signature, type TreeEntry } from './objectFormat.js';
+import { buildPack, type BuiltPack, type PackDelta } from './packFile.js';
+import { editedTree, treeBytes } from './treeBytes.js';
+
+/**
+ * Longest chain of deltas a tree may end: git's own default (`pack.depth`). Every read of
+ * the last version applies the whole chain; a longer batch starts a new chain with a whole tree.
+ */
+export const MAX_DELTA_DEPTH = 50;
+
 
 /** What one flush put on disk. */
 export interface FlushReport {
@@ -17,14 +25,17 @@ export interface FlushReport {
  * durably in one flush.
  *
  * A flush writes a single pack and its index, however many commits the batch
- * holds: temp files -> fsync -> rename (pack first, so a reader that finds the
- * index finds its pack) -> fsync of `objects/pack`. Two file fsyncs per group
- * commit, where loose objects cost one per object (about eight per commit).
+ * holds: temp files -> fsync (the two side by side) -> rename (pack first, so a
+ * reader that finds the index finds its pack) -> fsync of `objects/pack`. Two
+ * rounds of fsyncs per group commit, where loose objects cost one per object.
  * Temp files are named `tmp_pack_*` / `tmp_idx_*`, as C git names its own,
  * which `git fsck` ignores; a failed flush removes them.
  */
 export class ObjectStager {
   private readonly objects = new Map<string, GitObject>();
+  /** The trees staged in the open batch (a later version of one is written as a delta of it): deltas between each and a whole object. */
+  private readonly trees = new Map<string, number>();
+  private readonly deltas = new Map<string, PackDelta>();
   private sealed: BuiltPack | null = null;
   /** Objects in the sealed pack. */
   private count = 0;
@@ -38,16 +49,38 @@ export class ObjectStager {
     return this.stage(blobObject(content));
   }
 
-  writeTree(entries: readonly TreeEntry[]): string {
-    return this.stage(treeObject(entries));
+  /**
+   * `previous`: the tree this one is a new version of, and its entries; `entries` are then in git's
+   * tree order (the tree editor keeps them so) and share every unchanged entry object with it, and
+   * the tree is built from the previous one's bytes (see `editedTree`). If that is staged in the
+   * same batch, this one goes in the pack as a delta of it, when that is smaller and the chain not
+   * too long; its id is still that of the whole tree.
+   */
+  writeTree(entries: readonly TreeEntry[], previous?: { oid: string; entries: readonly TreeEntry[] } | null): string {
+    if (!previous) {
+      const object = gitObject('tree', treeBytes(inTreeOrderOf(entries)).body);
+      if (!this.objects.has(object.oid)) this.trees.set(object.oid, 0);
+      return this.stage(object);
+    }
+    const baseDepth = this.trees.get(previous.oid);
+    const { object, delta } = editedTree(previous.entries, entries, baseDepth !== undefined && baseDepth < MAX_DELTA_DEPTH);
+    if (this.objects.has(object.oid)) return object.oid;
+    let depth = 0;
+    if (delta && delta.byteLength < object.body.byteLength) {
+      this.deltas.set(object.oid, { base: previous.oid, data: delta });
+      depth = (baseDepth as number) + 1;
+    }
+    this.trees.set(object.oid, depth);
+    return this.stage(object);
   }
 
   writeCommit(args: { tree: string; parents: string[]; author: Signature; message: string }): string {
     return this.stage(commitObject(args));
   }
 
+  /** An object staged twice (same id, same bytes) keeps its first place: a delta's base must come before it. */
   private stage(object: GitObject): string {
-    this.objects.set(object.oid, object);
+    if (!this.objects.has(object.oid)) this.objects.set(object.oid, object);
     return object.oid;
   }
 
@@ -57,9 +90,12 @@ export class ObjectStager {
    */
   seal(): void {
     if (this.objects.size === 0) return;
-    this.sealed = buildPack([...this.objects.values()]);
+    this.sealed = buildPack([...this.objects.values()], this.deltas);
     this.count = this.objects.size;
     this.objects.clear();
+    // The sealed pack is closed to later versions: a delta's base must be in its own pack.
+    this.trees.clear();
+    this.deltas.clear();
   }
 
   /**
@@ -79,17 +115,23 @@ export class ObjectStager {
     const suffix = randomBytes(8).toString('hex');
     const temps = [`${dir}/tmp_pack_${suffix}`, `${dir}/tmp_idx_${suffix}`];
     const packPath = `${dir}/pack-${checksum}.pack`;
+    // Pack and index are written and fsynced side by side (one wait for the disk, not two): neither
+    // is visible before both are durable, as the renames come after.
+    const writeBoth = async (): Promise<void> => {
+      const written = await Promise.allSettled([writeReadOnly(fs, temps[0] as string, pack, opts.whileSyncing), writeReadOnly(fs, temps[1] as string, idx)]);
+      for (const w of written) if (w.status === 'rejected') throw w.reason;
+    };
     try {
       try {
-        await writeReadOnly(fs, temps[0] as string, pack, opts.whileSyncing);
+        await writeBoth();
       } catch (err) {
         // objects/pack is made once, on the first flush that finds it missing (not tried on every flush).
         if (errnoCode(err) !== 'ENOENT') throw err;
+        await Promise.all(temps.map((t) => fs.unlink(t).catch(() => undefined)));
         await fs.mkdir(dir, { recursive: true });
         await fsyncDir(fs, `${gitdir}/objects`);
-        await writeReadOnly(fs, temps[0] as string, pack, opts.whileSyncing);
+        await writeBoth();
       }
-      await writeReadOnly(fs, temps[1] as string, idx);
       await fs.rename(temps[0] as string, packPath);
       temps[0] = packPath;
       await fs.rename(temps[1] as string, `${dir}/pack-${checksum}.idx`);

@@ -36,30 +36,63 @@ export async function readRef(fs: FsPromises, gitdir: string, ref = MAIN_REF): P
  * `<ref>.lock` O_EXCL lock, check the ref still holds `expected`, then write
  * `next` durably. isomorphic-git's writeRef checks nothing and takes no lock.
  */
-export async function compareAndSwapRef(args: {
+export async function compareAndSwapRef(args: RefSwapArgs): Promise<void> {
+  const swap = await prepareRefSwap(args);
+  await swap.publish();
+}
+
+export interface RefSwapArgs {
   fs: FsPromises;
   gitdir: string;
   ref?: string;
   expected: string | null;
   next: string;
   lock?: LockOptions;
-}): Promise<void> {
+}
+
+/** A compare-and-swap whose new value is durable in the lock file and not yet in place. */
+export interface PreparedRefSwap {
+  /** Renames the lock over the ref and fsyncs its directory: the swap is done and durable. */
+  publish(): Promise<void>;
+  /** Leaves the ref as it was and releases the lock. */
+  abort(): Promise<void>;
+}
+
+/**
+ * The first half of `compareAndSwapRef`: the lock taken, the ref checked against `expected`
+ * (RefConflict otherwise) and `next` written and fsynced in the lock file. The write pipeline
+ * does this beside the fsync of the batch's pack, so that the ref's own file fsync is no round of
+ * its own; the ref moves (`publish`) only once the pack is durable, so no crash can leave it
+ * naming objects that are not on disk. A failure releases the lock.
+ */
+export async function prepareRefSwap(args: RefSwapArgs): Promise<PreparedRefSwap> {
   const { fs, gitdir, ref = MAIN_REF, expected, next } = args;
   const lock = await LockFile.acquire(fs, `${gitdir}/${ref}`, args.lock);
   try {
     const actual = await readRef(fs, gitdir, ref);
     if (actual !== expected) throw new RefConflict({ ref, expected, actual });
-    await lock.commit(`${next}\n`);
+    await lock.write(`${next}\n`);
   } catch (err) {
-    // The rename may have gone through and only the fsync of the directory failed: the
-    // branch shows `next`, but not durably, and the caller answers failure (a
-    // write answers 200 only once the ref update is durable). Put `expected` back, so that the
-    // branch holds what the caller reports; the caller re-reads the branch either way.
-    if (lock.committed) await undoSwap({ fs, gitdir, ref, expected, next, lock: args.lock }).catch(() => undefined);
-    throw err;
-  } finally {
     await lock.release();
+    throw err;
   }
+  return {
+    publish: async () => {
+      try {
+        await lock.publish();
+      } catch (err) {
+        // The rename may have gone through and only the fsync of the directory failed: the
+        // branch shows `next`, but not durably, and the caller answers failure (a
+        // write answers 200 only once the ref update is durable). Put `expected` back, so that the
+        // branch holds what the caller reports; the caller re-reads the branch either way.
+        if (lock.committed) await undoSwap({ fs, gitdir, ref, expected, next, lock: args.lock }).catch(() => undefined);
+        throw err;
+      } finally {
+        await lock.release();
+      }
+    },
+    abort: () => lock.release(),
+  };
 }
 
 /** Sets the branch back from `next` to `expected` (deleting it when it had none), under its lock. */

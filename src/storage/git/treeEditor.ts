@@ -79,7 +79,8 @@ export class TreeEditor {
   private async rewrite(oid: string | null, dir: Dir, stager: ObjectStager, where: string): Promise<string | null> {
     // Edited in place, in git's order: a folder of a thousand entries changes by one or two, so
     // finding those beats rebuilding and sorting the whole list on every commit.
-    const entries = oid ? [...(await this.entries(oid))] : [];
+    const base = oid ? await this.entries(oid) : [];
+    const entries = [...base];
     for (const [name, change] of dir.children) {
       const at = entries.findIndex((e) => e.path === name);
       const existing = at === -1 ? undefined : entries[at];
@@ -107,11 +108,12 @@ export class TreeEditor {
     }
     // Git has no empty folders: a folder whose last file left disappears from its parent.
     if (entries.length === 0) return null;
-    return this.write(entries, stager);
+    // Named as the tree's previous version: built from its bytes, and within a batch stored as a delta of it.
+    return this.write(entries, stager, oid ? { oid, entries: base } : null);
   }
 
-  private write(entries: TreeEntry[], stager: ObjectStager): string {
-    const oid = stager.writeTree(entries);
+  private write(entries: TreeEntry[], stager: ObjectStager, previous: { oid: string; entries: readonly TreeEntry[] } | null = null): string {
+    const oid = stager.writeTree(entries, previous);
     this.cache.set(oid, entries);
     return oid;
   }

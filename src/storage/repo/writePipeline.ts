@@ -3,7 +3,7 @@ import { secondsSince, type Metrics } from '../../common/metrics.js';
 import type { FsPromises } from '../fs/fs.js';
 import { blobObject } from '../git/objectFormat.js';
 import { ObjectStager } from '../git/objectStager.js';
-import { compareAndSwapRef } from '../git/refs.js';
+import { prepareRefSwap } from '../git/refs.js';
 import type { TreeEditor } from '../git/treeEditor.js';
 import { applyToOverlay, buildCommit, entryAfter, type ItemIntent, type WriteIntent } from './commitBuilder.js';
 import type { DerivedView, DerivedViews, PublishedBatch, StagedView } from './derivedViews.js';
@@ -242,10 +242,18 @@ export class WritePipeline {
           },
         });
         const staging = this.deps.views.stage({ parent: built.parent, head, root, commits: built.commits, written: built.written, state: built.overlay, diskBusy: busy });
+        // The ref's new value is written and fsynced in its lock file beside the pack's fsync; the
+        // ref moves only once the pack is durable (see prepareRefSwap).
+        const swapping = prepareRefSwap({ fs, gitdir, expected: built.parent, next: head });
         try {
-          flushed = await flushing;
+          const [flush, swap] = await Promise.allSettled([flushing, swapping]);
+          if (flush.status === 'rejected' || swap.status === 'rejected') {
+            if (swap.status === 'fulfilled') await swap.value.abort();
+            throw flush.status === 'rejected' ? flush.reason : (swap as PromiseRejectedResult).reason;
+          }
+          flushed = flush.value;
           fsyncSeconds = syncStarted === undefined ? 0 : secondsSince(syncStarted);
-          await compareAndSwapRef({ fs, gitdir, expected: built.parent, next: head });
+          await swap.value.publish();
         } finally {
           // A flush that failed before its fsync never said the disk was busy: nothing is to be staged then.
           diskBusy(false);
