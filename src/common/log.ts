@@ -1,4 +1,5 @@
 import { pino, stdTimeFunctions, type DestinationStream } from 'pino';
+import { LogBuffer } from './logBuffer.js';
 import { redactSecrets } from './redact.js';
 
 /**
@@ -34,10 +35,22 @@ const CREDENTIAL_FIELDS = new Set(['key', 'secret', 'password', 'token', 'author
 const CREDENTIAL_HEADERS = new Set(['authorization', 'x-api-key', 'cookie']);
 const REDACTED = '[redacted]';
 
-export function createLogger(options: { level?: LogLevel; write?: (line: string) => void } = {}): Logger {
+/** A Logger whose waiting lines can be written out now (a no-op unless it buffers). */
+export interface FlushableLogger extends Logger {
+  flush(): void;
+}
+
+/**
+ * Lines go to `write` when given (the CLI's progress display, tests), else to stderr: through `buffer` (a
+ * LogBuffer, or true for one on stderr: the server, whose access lines are too many for a write each), else
+ * synchronously, one write a line (a command's few lines, nothing lost when it exits right after one).
+ * A buffered logger writes its error and warning lines, and everything before them, at once, and what waits
+ * when the process exits (`process.exit`, the end of the event loop, a crash).
+ */
+export function createLogger(options: { level?: LogLevel; write?: (line: string) => void; buffer?: LogBuffer | boolean } = {}): FlushableLogger {
   const { level = 'info', write } = options;
-  // Synchronous writes to fd 2: nothing is lost when the process exits right after a line (a failed start).
-  const destination: DestinationStream = write ? { write } : pino.destination({ dest: 2, sync: true });
+  const buffer = options.buffer === true ? onExitFlushed(new LogBuffer()) : options.buffer || undefined;
+  const destination: DestinationStream = write ? { write } : buffer ? { write: (line) => buffer.write(line) } : pino.destination({ dest: 2, sync: true });
   const log = pino(
     {
       level,
@@ -55,7 +68,20 @@ export function createLogger(options: { level?: LogLevel; write?: (line: string)
     (msg: string, fields: LogFields = {}): void => {
       log[lvl](fields, msg);
     };
-  return { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') };
+  // A fault's line must not wait for the next hundred requests, nor be lost to a kill that follows it.
+  const atOnce =
+    (lvl: LogLevel) =>
+    (msg: string, fields: LogFields = {}): void => {
+      log[lvl](fields, msg);
+      buffer?.flush();
+    };
+  return { error: atOnce('error'), warn: atOnce('warn'), info: at('info'), debug: at('debug'), flush: () => buffer?.flush() };
+}
+
+/** `buffer`, written out when the process exits, however it exits short of a kill (`exit` runs on a crash too). */
+function onExitFlushed(buffer: LogBuffer): LogBuffer {
+  process.on('exit', () => buffer.flush());
+  return buffer;
 }
 
 /** Credential fields redacted (CREDENTIAL_FIELDS), and every top-level string with key-shaped text hidden. */
