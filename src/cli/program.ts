@@ -97,6 +97,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
       // Buffered: one write per hundred access lines, not per line (README, Logs: what a kill -9 can lose).
       const logger = createLogger({ level: config.logLevel, buffer: true });
       const server = await startServer({ config, logger });
+      logger.flush(); // the start's lines (a recovery hint, say) come out before the line that says it listens
       process.stdout.write(`Knowledge store listening on ${server.url} (data: ${config.dataDir})\n`);
       const stop = (signal: string): void => {
         logger.info('shutting down', { signal });
