@@ -21,6 +21,21 @@ export interface Logger {
   warn(msg: string, fields?: LogFields): void;
   info(msg: string, fields?: LogFields): void;
   debug(msg: string, fields?: LogFields): void;
+  /**
+   * The access line of one request: the same bytes as `info('request', line)`, written without pino's general
+   * serializer (about a tenth of a fast GET's CPU). Optional: a logger without it is told through `info`.
+   */
+  request?(line: AccessLine): void;
+}
+
+/** The fields of an access line (contract §12), in the order they are logged. */
+export interface AccessLine {
+  requestId: string;
+  method: string;
+  route: string;
+  status: number;
+  ms: number;
+  keyId: string | null;
 }
 
 export function isLogLevel(value: string): value is LogLevel {
@@ -75,7 +90,22 @@ export function createLogger(options: { level?: LogLevel; write?: (line: string)
       log[lvl](fields, msg);
       buffer?.flush();
     };
-  return { error: atOnce('error'), warn: atOnce('warn'), info: at('info'), debug: at('debug'), flush: () => buffer?.flush() };
+  const logsRequests = log.isLevelEnabled('info');
+  // pino's line for these fields, field for field: level and time first, the fields in order, scrubbed as `scrub`
+  // does (no credential names among them; key-shaped text hidden), msg last; strings as JSON.stringify writes them.
+  const request = (line: AccessLine): void => {
+    if (!logsRequests) return;
+    const keyId = line.keyId === null ? 'null' : text(line.keyId);
+    destination.write(
+      `{"level":"info","time":"${new Date().toISOString()}","requestId":${text(line.requestId)},"method":${text(line.method)},"route":${text(line.route)},"status":${line.status},"ms":${line.ms},"keyId":${keyId},"msg":"request"}\n`,
+    );
+  };
+  return { error: atOnce('error'), warn: atOnce('warn'), info: at('info'), debug: at('debug'), request, flush: () => buffer?.flush() };
+}
+
+/** A string field of a line, as pino writes it after `scrub`. */
+function text(value: string): string {
+  return JSON.stringify(redactSecrets(value));
 }
 
 /** `buffer`, written out when the process exits, however it exits short of a kill (`exit` runs on a crash too). */
