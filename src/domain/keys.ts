@@ -58,8 +58,9 @@ export class SecretHashes {
     this.known = new Lru(max);
   }
 
-  of(secret: string): string {
-    return this.known.get(secret) ?? hashSecret(secret);
+  /** The hash of a secret that authenticated lately, if it is kept. */
+  kept(secret: string): string | undefined {
+    return this.known.get(secret);
   }
 
   remember(secret: string, hash: string): void {
@@ -138,13 +139,15 @@ export async function authenticate(args: { keys: KeyStore; secret: string | unde
   const { keys, secret } = args;
   const named = secret ? keyOrg(secret) : undefined;
   if (!secret || named === undefined) return null;
-  const hash = args.hashes ? args.hashes.of(secret) : hashSecret(secret);
+  const kept = args.hashes?.kept(secret);
+  const hash = kept ?? hashSecret(secret);
   const key = await keys.findByHash(hash);
   const actor = key ? actorOfKey(key) : null;
   if (!key || !actor || (named !== null && named !== key.orgId)) return null;
   if (!timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
   keys.noteUsed(key.id, (args.clock ?? systemClock)());
-  args.hashes?.remember(secret, hash);
+  // Once: a kept hash was moved to the front by `kept` already (a second move per GET cost as much as the lookup).
+  if (kept === undefined) args.hashes?.remember(secret, hash);
   return actor;
 }
 
