@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { connect, type Socket } from 'node:net';
 import { ConfigError, loadConfig } from '../../src/app/config.js';
+import { createLogger } from '../../src/common/log.js';
 import { Slots } from '../../src/common/slots.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { FILES, upload } from './fileHelpers.js';
@@ -62,9 +63,12 @@ describe('HTTP GET /files: the memory downloads hold', function () {
   let key: string;
   const a = Buffer.alloc(SIZE, 'a');
   const b = Buffer.alloc(SIZE, 'b');
+  interface AccessLine { msg: string; route?: string; status?: number; requestId?: string }
+  const accessLines: AccessLine[] = [];
 
   before(async () => {
-    server = await startTestServer({ config: { maxFileBytes: 32 * MIB, fileDownloads: { memoryBytes: 20 * MIB, stallMs: 1_500 } } });
+    const logger = createLogger({ level: 'info', write: (line) => accessLines.push(JSON.parse(line) as AccessLine) });
+    server = await startTestServer({ config: { maxFileBytes: 32 * MIB, fileDownloads: { memoryBytes: 20 * MIB, stallMs: 1_500 } }, logger });
     key = await server.key('writer');
     expect((await upload(server, key, 'big/a.txt', a, 'text/plain')).status).to.equal(200);
     expect((await upload(server, key, 'big/b.txt', b, 'text/plain')).status).to.equal(200);
@@ -114,11 +118,16 @@ describe('HTTP GET /files: the memory downloads hold', function () {
     // Queued behind the holder, then gone before its turn.
     const leaver = stalled('big/b.txt');
     await new Promise((r) => setTimeout(r, 200));
+    const linesBefore = accessLines.length;
     leaver.socket.destroy();
     // Once the holder is cut off, both shares are back: a leaked one would leave these waiting for the test's timeout.
     expect((await download('big/a.txt')).equals(a)).to.equal(true);
     expect((await download('big/b.txt')).equals(b)).to.equal(true);
     expect(await holder.drain()).to.be.below(SIZE);
+    // The leaver's access line says the client left (499), not Koa's default 404 for an answer never given. (The
+    // holder's line, a 200, was written before: it had its room at once.)
+    const statuses = accessLines.slice(linesBefore).filter((line) => line.msg === 'request').map((line) => line.status);
+    expect(statuses.sort()).to.deep.equal([200, 200, 499]);
   });
 
   it('answers a conditional GET with 304 without waiting for room', async () => {

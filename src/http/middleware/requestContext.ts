@@ -63,8 +63,21 @@ export function requestContext(notes: RequestNotes): Middleware<AppState> {
     try {
       await next();
     } finally {
-      const record: RequestRecord = { method: ctx.method, route: routeOf(ctx), status: ctx.status, seconds: secondsSince(started) };
+      const record: RequestRecord = { method: ctx.method, route: routeOf(ctx), status: statusOf(ctx), seconds: secondsSince(started) };
       noteRequest(notes, record, ctx.state.requestId, (ctx.state as Partial<AppState>).actor?.keyId ?? null);
     }
   };
 }
+
+/**
+ * The status the access line reports. Koa answers after this middleware returns, so a response already destroyed
+ * here is one whose client closed the connection before anything was sent (a download that left while it waited for
+ * memory, an upload cut off): nothing will be written, and the status Koa holds (its default 404, or the error an
+ * aborted body led to) would describe an answer nobody got. 499, nginx's "client closed request", says what happened.
+ */
+function statusOf(ctx: { status: number; res: { destroyed: boolean; headersSent: boolean } }): number {
+  return ctx.res.destroyed && !ctx.res.headersSent ? CLIENT_CLOSED_REQUEST : ctx.status;
+}
+
+/** Not an HTTP status anyone receives: the access log's and metrics' word for "the client left before the answer". */
+const CLIENT_CLOSED_REQUEST = 499;
