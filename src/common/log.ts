@@ -23,7 +23,7 @@ export interface Logger {
   debug(msg: string, fields?: LogFields): void;
   /**
    * The access line of one request: the same bytes as `info('request', line)`, written without pino's general
-   * serializer (about a tenth of a fast GET's CPU). Optional: a logger without it is told through `info`.
+   * serializer (0.7 against 2.1 µs a line, measured in a loop). Optional: a logger without it is told through `info`.
    */
   request?(line: AccessLine): void;
 }
