@@ -94,13 +94,18 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .option('--trust-proxy <off|on|n>', 'take the client address from X-Forwarded-For, set by this many reverse proxies (on = 1) (default: $KNOWLEDGE_TRUST_PROXY or off)')
     .action(async (opts: ConfigOverrides) => {
       const config = loadConfig(process.env, opts);
-      const logger = createLogger({ level: config.logLevel });
+      // Buffered: one write per hundred access lines, not per line (README, Logs: what a kill -9 can lose).
+      const logger = createLogger({ level: config.logLevel, buffer: true });
       const server = await startServer({ config, logger });
+      logger.flush(); // the start's lines (a recovery hint, say) come out before the line that says it listens
       process.stdout.write(`Knowledge store listening on ${server.url} (data: ${config.dataDir})\n`);
       const stop = (signal: string): void => {
         logger.info('shutting down', { signal });
         server.close().then(
-          () => process.exit(0),
+          () => {
+            logger.flush(); // 'exit' would too: said here, where the stop is
+            process.exit(0);
+          },
           (err: unknown) => {
             logger.error('shutdown failed', { error: String(err) });
             process.exit(1);

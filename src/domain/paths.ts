@@ -32,7 +32,29 @@ function segmentRule(segment: string): string | undefined {
   return undefined;
 }
 
+/**
+ * A path every rule below accepts, as one pattern: up to MAX_DIRECTORY_DEPTH folders and a file name with an
+ * extension; each segment starts with a letter, digit or "_", does not end with ".", and is no device name.
+ * Most paths asked for are such paths: one test instead of the rules one by one (about a microsecond and a half
+ * of a GET, split and closures). It only ever accepts what the rules accept (test/domain/paths.test.ts checks
+ * that on random paths); anything else goes through the rules, which say what is wrong.
+ */
+const SEGMENT_START = '(?!(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:[./]|$))[a-z0-9_]';
+const PLAIN_PATH = new RegExp(
+  `^(?:${SEGMENT_START}(?:[a-z0-9_.-]*[a-z0-9_-])?/){0,${MAX_DIRECTORY_DEPTH}}${SEGMENT_START}[a-z0-9_.-]*\\.[a-z0-9]+$`,
+);
+
+/** True for a path of PLAIN_PATH's shape (which every rule accepts). */
+export function isPlainPath(path: string): boolean {
+  return path.length <= MAX_PATH_LENGTH && PLAIN_PATH.test(path);
+}
+
 export function validatePath(path: string): string {
+  return isPlainPath(path) ? path : checkPathRules(path);
+}
+
+/** The path rules one by one, the first one broken thrown with its own message. */
+export function checkPathRules(path: string): string {
   const fail = (rule: string): never => {
     throw new InvalidPath({ path, rule });
   };

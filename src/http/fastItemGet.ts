@@ -7,7 +7,7 @@ import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
 import { presentedKey } from './middleware/auth.js';
 import { COMPRESS_THRESHOLD_BYTES } from './middleware/compression.js';
-import { rateLimitHeaders, type TokenBuckets } from './middleware/rateLimit.js';
+import { pushRateLimitFields, type TokenBuckets } from './middleware/rateLimit.js';
 import { noteRequest, requestIdOf, type RequestNotes } from './middleware/requestContext.js';
 import { ItemAnswers, type ItemAnswer } from './itemAnswers.js';
 import { standardHeaders } from './headers.js';
@@ -50,15 +50,14 @@ export interface FastItemGetDeps {
  * (it records a time: the same effect).
  */
 export function withFastItemGet(deps: FastItemGetDeps, koa: RequestListener): RequestListener {
-  const answers = deps.answers ?? new ItemAnswers();
-  const clock = deps.clock ?? systemClock;
+  const ready: ServeDeps = { ...deps, clock: deps.clock ?? systemClock, answers: deps.answers ?? new ItemAnswers() };
   return (req, res) => {
     const method = req.method;
     if ((method !== 'GET' && method !== 'HEAD') || !PLAIN_ITEM_URL.test(req.url ?? '')) {
       koa(req, res);
       return;
     }
-    serve({ ...deps, clock, answers }, req, res).then(
+    serve(ready, req, res).then(
       (served) => {
         if (!served) koa(req, res);
       },
@@ -73,7 +72,12 @@ export function withFastItemGet(deps: FastItemGetDeps, koa: RequestListener): Re
   };
 }
 
-async function serve(deps: Required<Omit<FastItemGetDeps, 'perKey'>> & Pick<FastItemGetDeps, 'perKey'>, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+type ServeDeps = Required<Omit<FastItemGetDeps, 'perKey'>> & Pick<FastItemGetDeps, 'perKey'>;
+
+/** requestContext's standard header fields after the request id, as one flat list (writeHead's raw form). */
+const STANDARD_AFTER_ID = Object.entries(standardHeaders('-')).flat().slice(2);
+
+async function serve(deps: ServeDeps, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
   const started = process.hrtime.bigint();
   const { headers } = req;
   const actor = await authenticate({ keys: deps.keys, secret: presentedKey(headers.authorization ?? '', headerText(headers['x-api-key'])), clock: deps.clock, hashes: deps.hashes });
@@ -83,7 +87,7 @@ async function serve(deps: Required<Omit<FastItemGetDeps, 'perKey'>> & Pick<Fast
   try {
     // req.url is prefix + path, checked above: no query, nothing percent-encoded.
     const entry = readableEntry({ repo, actor, path: (req.url as string).slice(ITEMS_PREFIX.length + 1) });
-    answer = await deps.answers.of(actor.orgId, repo, entry);
+    answer = deps.answers.kept(actor.orgId, entry) ?? (await deps.answers.of(actor.orgId, repo, entry));
   } catch {
     return false; // not found, not readable, not a valid path...: Koa answers from the error table
   }
@@ -91,21 +95,22 @@ async function serve(deps: Required<Omit<FastItemGetDeps, 'perKey'>> & Pick<Fast
   const notModified = condition !== undefined && (condition === '*' || condition.includes(answer.etag));
   // koa-compress compresses a large answer for a client that accepts any encoding: Koa's to make.
   if (!notModified && req.method === 'GET' && answer.bytes >= COMPRESS_THRESHOLD_BYTES && headers['accept-encoding'] !== undefined) return false;
-  let limits: string[] = [];
+  const requestId = requestIdOf(headerText(headers['x-request-id']) || undefined);
+  // The order of Koa's answer: requestContext's standard headers, koa-compress's Vary, the rate limit, the route's ETag, Koa's body headers.
+  const head = ['X-Request-Id', requestId, ...STANDARD_AFTER_ID, 'Vary', 'Accept-Encoding'];
   if (deps.perKey) {
     const { allowed, quota } = deps.perKey.take(actor.keyId);
     if (!allowed) return false; // Koa refuses it (429); a refused take spent nothing
-    limits = Object.entries(rateLimitHeaders(quota)).flat();
+    pushRateLimitFields(head, quota);
   }
-  const requestId = requestIdOf(headerText(headers['x-request-id']) || undefined);
-  // The order of Koa's answer: requestContext's standard headers, koa-compress's Vary, the rate limit, the route's ETag, Koa's body headers.
-  const head = [...Object.entries(standardHeaders(requestId)).flat(), 'Vary', 'Accept-Encoding', ...limits, 'ETag', answer.etagHeader];
+  head.push('ETag', answer.etagHeader);
   const status = notModified ? 304 : 200;
   if (notModified) {
     res.writeHead(304, head);
     res.end();
   } else {
-    res.writeHead(200, [...head, 'Content-Type', 'application/json; charset=utf-8', 'Content-Length', answer.lengthHeader]);
+    head.push('Content-Type', 'application/json; charset=utf-8', 'Content-Length', answer.lengthHeader);
+    res.writeHead(200, head);
     if (req.method === 'HEAD') res.end();
     else res.end(answer.body);
   }

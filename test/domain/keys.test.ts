@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { Volume } from 'memfs';
 import { InvalidInput, KeyNotFound } from '../../src/domain/errors.js';
-import { authenticate, createKey, hashSecret, KEY_PREFIX, keyOrg, revokeKey, validateKeyName, validateRole } from '../../src/domain/keys.js';
+import { authenticate, createKey, hashSecret, KEY_PREFIX, keyOrg, revokeKey, SecretHashes, validateKeyName, validateRole } from '../../src/domain/keys.js';
 import { silentLogger } from '../../src/common/log.js';
 import type { FsPromises } from '../../src/storage/fs/fs.js';
 import { KeyStore, type KeyRecord } from '../../src/storage/keys/keyStore.js';
@@ -106,6 +106,28 @@ describe('domain/keys', () => {
       expect(() => validateRole('superuser')).to.throw(InvalidInput, /Unknown role "superuser"/);
       expect(validateKeyName('CI bot (prod)')).to.equal('CI bot (prod)');
       expect(validateKeyName('x'.repeat(100))).to.have.length(100);
+    });
+  });
+
+  describe('SecretHashes (the hashes of secrets seen lately)', () => {
+    it('gives each secret its own hash, also secrets that share their last characters (and so a slot)', () => {
+      const hashes = new SecretHashes();
+      const tail = 'Zz';
+      const secrets = Array.from({ length: 50 }, (_, i) => `ks_acme_${String(i).padStart(41, 'A')}${tail}`);
+      for (const s of secrets) {
+        expect(hashes.kept(s)).to.equal(undefined);
+        hashes.remember(s, sha256(s));
+      }
+      for (let round = 0; round < 3; round++) for (const s of secrets) expect(hashes.kept(s), s).to.equal(sha256(s));
+      expect(hashes.kept(`ks_acme_${'B'.repeat(41)}${tail}`)).to.equal(undefined);
+    });
+
+    it('a kept hash never stands in for the key check: a key revoked after it authenticated is refused', async () => {
+      const hashes = new SecretHashes();
+      const { key, secret } = await createKey({ keys, orgId: 'acme', role: 'reader', name: 'r' });
+      for (let i = 0; i < 3; i++) expect(await authenticate({ keys, secret, hashes })).to.include({ keyId: key.id });
+      await revokeKey({ keys, keyId: key.id });
+      expect(await authenticate({ keys, secret, hashes })).to.equal(null);
     });
   });
 

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
+import fc from 'fast-check';
 import { InvalidPath } from '../../src/domain/errors.js';
-import { ancestorFolders, MAX_DIRECTORY_DEPTH, MAX_PATH_LENGTH, validateFolderPrefix, validatePath } from '../../src/domain/paths.js';
+import { ancestorFolders, checkPathRules, isPlainPath, MAX_DIRECTORY_DEPTH, MAX_PATH_LENGTH, validateFolderPrefix, validatePath } from '../../src/domain/paths.js';
 
 /** The path rules (see README, Paths): each rule, with the message that names it. */
 
@@ -148,6 +149,39 @@ describe('domain/paths', () => {
 
     it('is empty for a top-level file', () => {
       expect(ancestorFolders('c.md')).to.deep.equal([]);
+    });
+  });
+
+  describe('the one-pattern check of plain paths (validatePath\'s shortcut)', () => {
+    /** Segments made of the pieces the rules care about: devices, dots, dashes, case, lengths. */
+    const piece = fc.constantFrom('a', 'z', '0', '9', '_', '-', '.', '..', 'A', ' ', '%', 'con', 'nul', 'aux', 'prn', 'com1', 'com10', 'lpt9', 'md', 'x'.repeat(60));
+    const segment = fc.array(piece, { minLength: 0, maxLength: 4 }).map((p) => p.join(''));
+    const path = fc.array(segment, { minLength: 1, maxLength: 8 }).map((s) => s.join('/'));
+    const outcome = (fn: () => string): string => {
+      try {
+        return `ok ${fn()}`;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    };
+
+    it('accepts only paths the rules accept, so validatePath answers exactly as the rules do', () => {
+      fc.assert(
+        fc.property(path, (p) => {
+          if (isPlainPath(p)) expect(outcome(() => checkPathRules(p)), p).to.equal(`ok ${p}`);
+          expect(outcome(() => validatePath(p)), p).to.equal(outcome(() => checkPathRules(p)));
+        }),
+        { numRuns: 20_000 },
+      );
+    });
+
+    it('takes the usual paths in one test', () => {
+      for (const p of ['a.md', 'docs/guide.md', 'bench/f000/item-0000.md', 'a/b/c/d/e/f.md', 'notes/2026-11-24.meeting.txt', 'x_y/console.md', 'com10/a.md', 'a-/b_.md']) {
+        expect(isPlainPath(p), p).to.equal(true);
+      }
+      for (const p of ['con.md', 'a/nul/b.md', 'a/b/c/d/e/f/g.md', 'a./b.md', '-a.md', '.trash/a.md', 'a/b', 'A.md', `${'x'.repeat(253)}.md`]) {
+        expect(isPlainPath(p), p).to.equal(false);
+      }
     });
   });
 });

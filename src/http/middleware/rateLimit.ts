@@ -101,13 +101,21 @@ export class TokenBuckets {
   }
 }
 
-/** IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers), on answers and refusals alike. */
+/**
+ * IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers), on answers and refusals alike, appended to
+ * a flat list of names and values (the fast GET's writeHead takes that form as it is).
+ */
+export function pushRateLimitFields(fields: string[], quota: RateQuota): void {
+  fields.push('RateLimit-Limit', String(quota.limit), 'RateLimit-Remaining', String(quota.remaining), 'RateLimit-Reset', String(quota.resetSeconds));
+}
+
+/** The same fields as an object, for Koa's `ctx.set`. */
 export function rateLimitHeaders(quota: RateQuota): Record<string, string> {
-  return {
-    'RateLimit-Limit': String(quota.limit),
-    'RateLimit-Remaining': String(quota.remaining),
-    'RateLimit-Reset': String(quota.resetSeconds),
-  };
+  const fields: string[] = [];
+  pushRateLimitFields(fields, quota);
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i += 2) headers[fields[i] as string] = fields[i + 1] as string;
+  return headers;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware, ParameterizedContext } from 'koa';
-import type { Logger } from '../../common/log.js';
+import type { AccessLine, Logger } from '../../common/log.js';
 import { secondsSince } from '../../common/metrics.js';
 import { standardHeaders } from '../headers.js';
 import type { AppState } from '../state.js';
@@ -46,14 +46,9 @@ export interface RequestNotes {
  */
 export function noteRequest(notes: RequestNotes, record: RequestRecord, requestId: string, keyId: string | null): void {
   notes.observe(record);
-  notes.logger.info('request', {
-    requestId,
-    method: record.method,
-    route: record.route,
-    status: record.status,
-    ms: Math.round(record.seconds * 1e6) / 1e3,
-    keyId,
-  });
+  const line: AccessLine = { requestId, method: record.method, route: record.route, status: record.status, ms: Math.round(record.seconds * 1e6) / 1e3, keyId };
+  if (notes.logger.request) notes.logger.request(line);
+  else notes.logger.info('request', { ...line });
 }
 
 /**

@@ -40,7 +40,8 @@ export class KeyStore {
   private byId = new Map<string, KeyRecord>();
   private stamp: string | null = null;
   private checking: { startedAt: number; done: Promise<void> } | null = null;
-  private readonly used = new Map<string, string>();
+  /** Last uses not yet written out, in ms: made into text when written or listed, not on every request. */
+  private readonly used = new Map<string, number>();
   readonly path: string;
   /** Set when the watched data directory reports a change to keys.json; null when not watching. */
   private dirty: boolean | null = null;
@@ -146,7 +147,7 @@ export class KeyStore {
 
   /** Records a use in memory; `flushUsage` writes it out (never a disk write per request). */
   noteUsed(keyId: string, at: Date): void {
-    this.used.set(keyId, at.toISOString());
+    this.used.set(keyId, at.getTime());
   }
 
   async flushUsage(): Promise<void> {
@@ -154,7 +155,7 @@ export class KeyStore {
     const used = new Map(this.used);
     await this.mutate((file) => {
       for (const key of file.keys) {
-        const at = used.get(key.id);
+        const at = isoTime(used.get(key.id));
         if (at && (!key.lastUsedAt || key.lastUsedAt < at)) key.lastUsedAt = at;
       }
     });
@@ -162,7 +163,7 @@ export class KeyStore {
   }
 
   private withUsage(key: KeyRecord): KeyRecord {
-    const at = this.used.get(key.id);
+    const at = isoTime(this.used.get(key.id));
     return at && (!key.lastUsedAt || key.lastUsedAt < at) ? { ...key, lastUsedAt: at } : { ...key };
   }
 
@@ -276,4 +277,8 @@ export class KeyStore {
       throw new CorruptStore({ where: this.path, reason: `cannot read the key file (${String(err)})` });
     }
   }
+}
+
+function isoTime(ms: number | undefined): string | undefined {
+  return ms === undefined ? undefined : new Date(ms).toISOString();
 }
