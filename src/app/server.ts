@@ -9,6 +9,7 @@ import { promises as nodeFs } from 'node:fs';
 import { createHandler } from '../http/app.js';
 import { createExtractor } from './extraction.js';
 import { EventStreams } from '../http/events/streamLimits.js';
+import { LocalStreamHost } from '../http/events/streamHost.js';
 import { PromMetrics } from './promMetrics.js';
 import { listen } from '../http/listen.js';
 import type { FsPromises } from '../storage/fs/fs.js';
@@ -68,7 +69,7 @@ export async function startServer(args: {
     try {
       // Deliveries queued before a stop or a crash resume at once.
       await webhooks.start();
-      const events = { feed, streams, settings: config.eventStreams };
+      const events = { feed, streams, settings: config.eventStreams, host: new LocalStreamHost(feed, config.eventStreams) };
       opened(createHandler({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks, replication: store.replication, extractor: createExtractor(config) }));
     } catch (err) {
       await webhooks.stop();
