@@ -28,7 +28,7 @@ export type ToFanOut =
   /** A batch was published on the organization's main: wake its streams. */
   | { type: 'published'; orgId: string; head: string | null }
   | { type: 'turn'; req: number; chunk: EventChunk | null; error?: string }
-  | { type: 'key'; req: number; valid: boolean }
+  | { type: 'key'; req: number; valid: boolean; error?: string }
   /** The server stops: end every stream, say `idle` once every socket is closed. */
   | { type: 'closing' };
 
@@ -36,8 +36,8 @@ export type FromFanOut =
   | { type: 'ready' }
   /** The events after `cursor` for stream `id` (its organization and view), within `room` bytes. */
   | { type: 'turn'; req: number; id: number; cursor: string | null; room: number }
-  /** Whether stream `id`'s key is still valid. */
-  | { type: 'key'; req: number; id: number }
+  /** Whether the key of open streams is still valid. */
+  | { type: 'key'; req: number; keyId: string }
   | { type: 'ended'; id: number }
   | { type: 'idle' }
   | { type: 'log'; level: 'error' | 'warn' | 'info'; msg: string; fields: Record<string, unknown> };
