@@ -10,6 +10,7 @@ import { createHandler } from '../http/app.js';
 import { createExtractor } from './extraction.js';
 import { EventStreams } from '../http/events/streamLimits.js';
 import { ChildStreamHost } from '../http/events/fanOutHost.js';
+import { LocalStreamHost } from '../http/events/streamHost.js';
 import { PromMetrics } from './promMetrics.js';
 import { listen } from '../http/listen.js';
 import type { FsPromises } from '../storage/fs/fs.js';
@@ -50,7 +51,7 @@ export async function startServer(args: {
   const feed = new EventFeed();
   const streams = new EventStreams(config.eventStreams);
   // The event streams' sockets are written by a process apart from the writer (README, Events).
-  const eventHost = new ChildStreamHost({ feed, settings: config.eventStreams, logger });
+  const eventHost = config.eventStreams.fanOut === 'server' ? new LocalStreamHost(feed, config.eventStreams) : new ChildStreamHost({ feed, settings: config.eventStreams, logger });
   let webhooks: Webhooks;
   try {
     // Figures are kept only when someone may read them; the gauges read the store once it is open.

@@ -110,6 +110,27 @@ describe('HTTP events: the fan-out process', function () {
     expect(alive(second)).to.equal(false);
   });
 
+  it('KNOWLEDGE_EVENT_FANOUT=server: the same loop in the server process, and the connection is kept after the stream', async () => {
+    const lines: string[] = [];
+    const settings = { streamsPerKey: 10, streamsPerOrg: 1000, heartbeatMs: 15_000, bufferBytes: 256 * 1024, slowReaderMs: 30_000 };
+    server = await startTestServer({ logger: createLogger({ level: 'info', write: (line) => lines.push(line) }), config: { eventStreams: { ...settings, fanOut: 'server' } } });
+    const key = server.adminKey;
+    const client = track(await open(server, key));
+    // A socket that stays in this process may serve another request once the stream ends; a handed-over one may not.
+    expect(client.headers.connection).to.equal('keep-alive');
+    await put(server, key, 'inproc/a.md', { content: 'a' });
+    const a = await head(server);
+    expect((await client.waitFor(1)).map((e) => e.id)).to.deep.equal([a]);
+    expect(startedPids(lines)).to.deep.equal([]);
+  });
+
+  it('a handed-over stream says Connection: close (its socket never comes back to serve another request)', async () => {
+    server = await startTestServer();
+    const client = track(await open(server, server.adminKey));
+    expect(client.status).to.equal(200);
+    expect(client.headers.connection).to.equal('close');
+  });
+
   describe('with the built server', function () {
     before(ensureBuilt);
 
