@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import { expect } from 'chai';
 import { createLogger } from '../../src/common/log.js';
 import { ensureBuilt, killAllChildren, spawnServe } from '../support/child.js';
@@ -6,7 +7,7 @@ import { SseClient } from '../support/sse.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { tmpDir } from '../support/tmp.js';
 import { head, urlOf } from './adminApi.js';
-import { put } from './helpers.js';
+import { createKeyWithId, put, revoke } from './helpers.js';
 
 const STARTED = 'event fan-out process started';
 const RESTARTING = 'event fan-out process exited; starting it again';
@@ -108,6 +109,44 @@ describe('HTTP events: the fan-out process', function () {
     await server.close();
     server = undefined;
     expect(alive(second)).to.equal(false);
+  });
+
+  it('the server stops after its fan-out process died (no stream handed over since)', async () => {
+    const lines: string[] = [];
+    server = await startTestServer({ logger: createLogger({ level: 'info', write: (line) => lines.push(line) }) });
+    const client = track(await open(server, server.adminKey));
+    expect(client.status).to.equal(200);
+    await until('the fan-out process', () => startedPids(lines).length === 1);
+    process.kill(startedPids(lines)[0] as number, 'SIGKILL');
+    await client.waitForEnd();
+    await until('the fan-out process started again', () => startedPids(lines).length === 2);
+    // What fails here is the wait: a stop that never finishes (mocha's timeout).
+    await server.close();
+    server = undefined;
+    expect(alive(startedPids(lines)[1] as number)).to.equal(false);
+  });
+
+  it('a client that resets its connection once its stream has ended does not take the fan-out process down', async () => {
+    const lines: string[] = [];
+    const settings = { streamsPerKey: 10, streamsPerOrg: 1000, heartbeatMs: 200, bufferBytes: 256 * 1024, slowReaderMs: 30_000 };
+    server = await startTestServer({ logger: createLogger({ level: 'info', write: (line) => lines.push(line) }), config: { eventStreams: settings } });
+    const { secret, id, keys } = await createKeyWithId(server, 'reader');
+    // Half-open: it does not answer the server's FIN with its own, so the reset reaches a socket still open.
+    const raw = net.connect({ port: Number(new URL(server.url).port), host: '127.0.0.1', allowHalfOpen: true });
+    let got = '';
+    raw.setEncoding('utf8').on('data', (d: string) => (got += d));
+    raw.on('error', () => undefined);
+    raw.write(`GET /api/v1/knowledge/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${secret}\r\n\r\n`);
+    await until('the stream', () => got.includes(': connected'));
+    await revoke(keys, id);
+    await until('the end of the stream', () => got.includes('key-revoked'));
+    raw.resetAndDestroy();
+    const client = track(await open(server, server.adminKey));
+    await put(server, server.adminKey, 'reset/a.md', { content: 'a' });
+    const a = await head(server);
+    expect((await client.waitFor(1)).map((e) => e.id)).to.deep.equal([a]);
+    expect(startedPids(lines)).to.have.length(1);
+    expect(lines.filter((line) => line.includes(RESTARTING) || line.includes('event fan-out process failed'))).to.deep.equal([]);
   });
 
   it('KNOWLEDGE_EVENT_FANOUT=server: the same loop in the server process, and the connection is kept after the stream', async () => {

@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../common/log.js';
@@ -63,6 +64,7 @@ export class ChildStreamHost implements StreamHost {
       // Sent with keepOpen, then destroyed here: the fan-out process has its own descriptor of the socket,
       // and this process lets go of its copy and of the request (a socket sent without keepOpen and then
       // destroyed would be counted off the HTTP server's connections twice).
+      untracked(out.socket);
       child.send(msg, out.socket, { keepOpen: true }, (err) => {
         out.socket.destroy();
         if (err) this.ended(id);
@@ -215,3 +217,17 @@ export class ChildStreamHost implements StreamHost {
     if (child.connected) child.send(msg, (err) => err && this.deps.logger.debug('event fan-out message lost', { error: String(err) }));
   }
 }
+
+/**
+ * child_process treats a socket sent with the net.Server it came from as a cluster worker's, and the server's
+ * close() then waits for the receiving process's sockets: it never calls back once that process has died (a
+ * worker gone is dropped from its list, yet still waited for), and it counts its own connections off. A
+ * handed-over socket is not the HTTP server's to wait for (this host ends its streams and stops the process
+ * itself), so the server is told to track nothing: its _setupWorker, called at the first handover, does nothing.
+ */
+function untracked(socket: Socket): void {
+  const server = (socket as unknown as { server?: { _setupWorker?: (list: unknown) => void } }).server;
+  if (server && server._setupWorker !== trackNothing) server._setupWorker = trackNothing;
+}
+
+function trackNothing(): void {}

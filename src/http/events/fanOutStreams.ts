@@ -68,6 +68,9 @@ export class FanOutStreams {
     });
     // Read (and drop) whatever the client sends, so that its going (EOF) is seen.
     socket.resume();
+    // A reset client (EPIPE, ECONNRESET), also while an ended stream's last bytes linger: the socket goes, the
+    // process stays (in the server process, the HTTP server's own handler does this).
+    socket.on('error', () => socket.destroy());
     const org = this.orgOf(msg.orgId);
     org.head = msg.head;
     const key = this.keyOf(msg.keyId);
