@@ -126,6 +126,20 @@ describe('HTTP events: the fan-out process', function () {
     expect(alive(startedPids(lines)[1] as number)).to.equal(false);
   });
 
+  it("a client that closes its streams and opens new ones at once finds its key's slots free", async () => {
+    server = await startTestServer({ config: { eventStreams: { streamsPerKey: 3, streamsPerOrg: 1000, heartbeatMs: 15_000, bufferBytes: 256 * 1024, slowReaderMs: 30_000 } } });
+    const key = server.adminKey;
+    let open3 = await Promise.all([1, 2, 3].map(() => open(server as TestServer, key)));
+    for (let round = 0; round < 20; round++) {
+      expect(open3.map((c) => c.status)).to.deep.equal([200, 200, 200]);
+      // Closed here, in this process, before the next request is sent: the server must count them gone.
+      for (const client of open3) client.close();
+      open3 = await Promise.all([1, 2, 3].map(() => open(server as TestServer, key)));
+    }
+    open3.forEach(track);
+    expect(open3.map((c) => c.status)).to.deep.equal([200, 200, 200]);
+  });
+
   it('a client that resets its connection once its stream has ended does not take the fan-out process down', async () => {
     const lines: string[] = [];
     const settings = { streamsPerKey: 10, streamsPerOrg: 1000, heartbeatMs: 200, bufferBytes: 256 * 1024, slowReaderMs: 30_000 };

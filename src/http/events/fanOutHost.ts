@@ -46,6 +46,11 @@ export class ChildStreamHost implements StreamHost {
   private readonly streams = new Map<number, Handed>();
   private readonly orgs = new Map<OrgRepo, { count: number; unwatch: () => void }>();
   private nextId = 1;
+  private nextReq = 1;
+  /** Sockets given to child.send whose message has not gone yet, and who waits for them (settle). */
+  private readonly inFlight = new Set<number>();
+  private sent: Array<() => void> = [];
+  private readonly settling = new Map<number, () => void>();
   private closed = false;
 
   constructor(private readonly deps: { feed: EventFeed; settings: EventStreamSettings; logger: Logger }) {}
@@ -65,10 +70,27 @@ export class ChildStreamHost implements StreamHost {
       // and this process lets go of its copy and of the request (a socket sent without keepOpen and then
       // destroyed would be counted off the HTTP server's connections twice).
       untracked(out.socket);
+      this.inFlight.add(id);
       child.send(msg, out.socket, { keepOpen: true }, (err) => {
         out.socket.destroy();
         if (err) this.ended(id);
+        this.gone(id);
       });
+    });
+  }
+
+  async settle(): Promise<void> {
+    // Sockets still on their way go first: a message without one would overtake them (child_process sends
+    // one socket at a time, each once the last is acknowledged), and their streams would not be counted yet.
+    while (this.inFlight.size > 0) await new Promise<void>((resolve) => this.sent.push(resolve));
+    const child = this.child;
+    if (!child?.connected) return;
+    const req = this.nextReq++;
+    return new Promise((resolve) => {
+      this.settling.set(req, resolve);
+      // Gone with the process: its streams have ended (onExit).
+      void this.exited.then(() => this.settled(req));
+      this.post(child, { type: 'settle', req });
     });
   }
 
@@ -138,6 +160,8 @@ export class ChildStreamHost implements StreamHost {
     let streams = 0;
     for (const [id, handed] of this.streams) {
       if (handed.child !== child) continue;
+      // A socket still queued for the dead process is never sent (nor its callback called).
+      this.gone(id);
       this.ended(id);
       streams += 1;
     }
@@ -176,12 +200,25 @@ export class ChildStreamHost implements StreamHost {
       }
       case 'ended':
         return this.ended(msg.id);
+      case 'settled':
+        return this.settled(msg.req);
       case 'log':
         return this.deps.logger[msg.level](msg.msg, { ...msg.fields, process: 'event fan-out', pid: child.pid });
       case 'ready':
       case 'idle':
         return; // see start and close
     }
+  }
+
+  /** Stream `id`'s socket has gone to the fan-out process (or never will). */
+  private gone(id: number): void {
+    this.inFlight.delete(id);
+    if (this.inFlight.size === 0) for (const resolve of this.sent.splice(0)) resolve();
+  }
+
+  private settled(req: number): void {
+    this.settling.get(req)?.();
+    this.settling.delete(req);
   }
 
   private ended(id: number): void {

@@ -30,7 +30,9 @@ export type ToFanOut =
   | { type: 'turn'; req: number; chunk: EventChunk | null; error?: string }
   | { type: 'key'; req: number; valid: boolean; error?: string }
   /** The server stops: end every stream, say `idle` once every socket is closed. */
-  | { type: 'closing' };
+  | { type: 'closing' }
+  /** Say `settled` once the streams of clients gone by now have said `ended`. */
+  | { type: 'settle'; req: number };
 
 export type FromFanOut =
   | { type: 'ready' }
@@ -40,6 +42,7 @@ export type FromFanOut =
   | { type: 'key'; req: number; keyId: string }
   | { type: 'ended'; id: number }
   | { type: 'idle' }
+  | { type: 'settled'; req: number }
   | { type: 'log'; level: 'error' | 'warn' | 'info'; msg: string; fields: Record<string, unknown> };
 
 /** How the fan-out process is started: its settings travel as its one argument. */

@@ -50,6 +50,12 @@ export class FanOutStreams {
         this.pending.delete(msg.req);
         return pending?.resolve(msg);
       }
+      case 'settle':
+        // A client that went before the server sent this has its EOF (or reset) waiting beside this message: it is
+        // read in this turn of the event loop, its socket's 'close' comes in this turn's close phase, and the
+        // stream's `ended` right after. A timer runs after all that (the next turn), so `settled` follows them.
+        setTimeout(() => this.send({ type: 'settled', req: msg.req }), 0);
+        return;
       case 'closing':
         this.closing = true;
         for (const end of [...this.enders.values()]) end();

@@ -24,6 +24,8 @@ export interface HostedStream {
 export interface StreamHost {
   /** Serves the stream; resolves once it has ended. */
   serve(stream: HostedStream): Promise<void>;
+  /** Resolves once the streams of clients gone by now are released (their slots free again). */
+  settle(): Promise<void>;
   /** The server stops (after every stream was told to end): lets go of what the host holds, within `graceMs`. */
   close(graceMs: number): Promise<void>;
 }
@@ -57,6 +59,11 @@ export class LocalStreamHost implements StreamHost {
         watch: (wake) => feed.watch(repo, wake),
       },
     });
+  }
+
+  settle(): Promise<void> {
+    // A gone client's stream ends here when this process reads its EOF, as any other request's would.
+    return Promise.resolve();
   }
 
   close(): Promise<void> {

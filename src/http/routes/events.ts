@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { EventFeed } from '../../domain/events.js';
 import type { StreamHost } from '../events/streamHost.js';
+import { TooManyStreams } from '../httpErrors.js';
 import type { EventStreams, EventStreamSettings } from '../events/streamLimits.js';
 import type { AppState } from '../state.js';
 import { validateQuery } from '../validation.js';
@@ -36,7 +37,7 @@ export function eventRoutes(deps: RouteDeps & { events: EventDeps }): Router<App
       return;
     }
     let end: () => void = () => undefined;
-    const release = streams.acquire(actor, () => end());
+    const release = await acquire(() => streams.acquire(actor, () => end()), host);
     ctx.status = 200; // for the access log: Koa does not answer this request, the stream does
     ctx.respond = false;
     try {
@@ -64,4 +65,20 @@ export function eventRoutes(deps: RouteDeps & { events: EventDeps }): Router<App
   });
 
   return router;
+}
+
+/**
+ * A stream's slot, or 429. A client that closed a stream and opens another at once (EventSource reconnecting,
+ * a test) finds its old slot free: when the limit is reached, the host that holds the sockets is asked first
+ * to release the streams of clients already gone (the fan-out process notices them a hop later than this
+ * process would), and the limit is looked at again.
+ */
+async function acquire(take: () => () => void, host: StreamHost): Promise<() => void> {
+  try {
+    return take();
+  } catch (err) {
+    if (!(err instanceof TooManyStreams)) throw err;
+    await host.settle();
+    return take();
+  }
 }
