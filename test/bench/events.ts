@@ -82,7 +82,11 @@ function sysMs(pid: number): number {
   return Number(fields[12]) * 10;
 }
 
-/** The server's child processes (the event fan-out process; none for a build without one). */
+/** The server's event fan-out process (none for a build without one, or with KNOWLEDGE_EVENT_FANOUT=server). */
+function fanOutOf(pid: number): number | undefined {
+  return childrenOf(pid).find((child) => readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('fanOutChild'));
+}
+
 function childrenOf(pid: number): number[] {
   const children: number[] = [];
   for (const entry of readdirSync('/proc')) {
@@ -133,7 +137,7 @@ try {
     cpu.fanOutWithout += fanOutMs(fanOut).all - f0.all;
     const listeners = await openListeners(server.url, key, LISTENERS);
     // Started with the first stream, and kept (unless it died, which would show as a new pid).
-    fanOut = childrenOf(server.pid)[0];
+    fanOut = fanOutOf(server.pid);
     const done: number[] = [];
     c0 = cpuMs(server.pid);
     s0 = sysMs(server.pid);
