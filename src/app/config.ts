@@ -137,6 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     ...EVENT_STREAM_DEFAULTS,
     streamsPerKey: integer(env.KNOWLEDGE_EVENT_STREAMS_PER_KEY || undefined, EVENT_STREAM_DEFAULTS.streamsPerKey, 'KNOWLEDGE_EVENT_STREAMS_PER_KEY', 1, 100_000),
     streamsPerOrg: integer(env.KNOWLEDGE_EVENT_STREAMS_PER_ORG || undefined, EVENT_STREAM_DEFAULTS.streamsPerOrg, 'KNOWLEDGE_EVENT_STREAMS_PER_ORG', 1, 100_000),
+    fanOut: fanOutSetting(env.KNOWLEDGE_EVENT_FANOUT || 'process'),
   };
   const fileDownloads: FileDownloadSettings = {
     ...FILE_DOWNLOAD_DEFAULTS,
@@ -242,4 +243,10 @@ function origins(raw: string | undefined): string[] {
     if (canonical !== origin) throw new ConfigError(`KNOWLEDGE_ALLOWED_ORIGINS must list origins like https://app.example.com, without a path or a trailing slash (got "${origin}")`);
   }
   return list;
+}
+
+/** Who writes the event streams (KNOWLEDGE_EVENT_FANOUT): a process apart from the writer, or the server's own. */
+function fanOutSetting(value: string): 'process' | 'server' {
+  if (value !== 'process' && value !== 'server') throw new ConfigError(`KNOWLEDGE_EVENT_FANOUT must be process or server (got "${value}")`);
+  return value;
 }

@@ -9,6 +9,8 @@ import { promises as nodeFs } from 'node:fs';
 import { createHandler } from '../http/app.js';
 import { createExtractor } from './extraction.js';
 import { EventStreams } from '../http/events/streamLimits.js';
+import { ChildStreamHost } from '../http/events/fanOutHost.js';
+import { LocalStreamHost } from '../http/events/streamHost.js';
 import { PromMetrics } from './promMetrics.js';
 import { listen } from '../http/listen.js';
 import type { FsPromises } from '../storage/fs/fs.js';
@@ -48,6 +50,8 @@ export async function startServer(args: {
   let store: Store;
   const feed = new EventFeed();
   const streams = new EventStreams(config.eventStreams);
+  // The event streams' sockets are written by a process apart from the writer (README, Events).
+  const eventHost = config.eventStreams.fanOut === 'server' ? new LocalStreamHost(feed, config.eventStreams) : new ChildStreamHost({ feed, settings: config.eventStreams, logger });
   let webhooks: Webhooks;
   try {
     // Figures are kept only when someone may read them; the gauges read the store once it is open.
@@ -68,7 +72,7 @@ export async function startServer(args: {
     try {
       // Deliveries queued before a stop or a crash resume at once.
       await webhooks.start();
-      const events = { feed, streams, settings: config.eventStreams };
+      const events = { feed, streams, settings: config.eventStreams, host: eventHost };
       opened(createHandler({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks, replication: store.replication, extractor: createExtractor(config) }));
     } catch (err) {
       await webhooks.stop();
@@ -87,7 +91,7 @@ export async function startServer(args: {
     (closing ??= (async () => {
       // Event streams never finish by themselves: end them (clients resume with Last-Event-ID), then wait for the rest.
       streams.endAll();
-      await http.close(graceMs);
+      await Promise.all([http.close(graceMs), eventHost.close(graceMs)]);
       await webhooks.stop();
       await store.close();
       logger.info('stopped');

@@ -17,6 +17,7 @@ import { checkOrigin, MCP_PATH, mcpRoutes } from './mcp/endpoint.js';
 import { EventFeed } from '../domain/events.js';
 import { SecretHashes } from '../domain/keys.js';
 import { EventStreams, type EventStreamSettings } from './events/streamLimits.js';
+import { LocalStreamHost } from './events/streamHost.js';
 import { OPENAPI_PATH } from './openapi/serviceOperations.js';
 import { apiDocsRoutes } from './routes/apiDocs.js';
 import { changeRoutes } from './routes/changes.js';
@@ -139,7 +140,7 @@ export function createApp(deps: AppDeps, shared: SharedParts = sharedParts(deps)
   for (const routes of [healthRoutes, fileRoutes, moveRoutes, commitRoutes, revertRoutes, historyRoutes, trashRoutes, folderRoutes, changeRoutes, searchRoutes, keyRoutes, gitRoutes, dashboardRoutes]) {
     router.use(routes(routeDeps).routes());
   }
-  const events = deps.events ?? { feed: new EventFeed(), streams: new EventStreams(config.eventStreams), settings: config.eventStreams };
+  const events = deps.events ?? localEvents(config.eventStreams);
   router.use(eventRoutes({ ...routeDeps, events }).routes());
   if (deps.webhooks) router.use(webhookRoutes({ webhooks: deps.webhooks }).routes());
   router.use(replicationRoutes({ replication: deps.replication }).routes());
@@ -185,4 +186,10 @@ export function createApp(deps: AppDeps, shared: SharedParts = sharedParts(deps)
 /** The methods the router found for the path, as it set them in `Allow`. */
 function allowed(ctx: Koa.Context): string[] {
   return ctx.response.get('Allow').split(/,\s*/).filter(Boolean);
+}
+
+/** GET /events written by this process (see LocalStreamHost): what createApp does unless told otherwise. */
+function localEvents(settings: EventStreamSettings): EventDeps {
+  const feed = new EventFeed();
+  return { feed, streams: new EventStreams(settings), settings, host: new LocalStreamHost(feed, settings) };
 }

@@ -5,10 +5,13 @@
  * → the last of the 200 listeners has the event). Rounds alternate so that drift in a shared machine's
  * load falls on both sides alike.
  *
+ * The server writes the streams from a fan-out process of its own (README, Events): its CPU is measured
+ * apart (the server's figure is then the writer's process alone).
+ *
  * Run with `npx tsx test/bench/events.ts [rounds] [putsPerRound] [listeners]` (defaults 6, 100, 200);
  * `PROFILE=1` also writes the server's CPU profile into .tmp/bench/profiles/.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fork, type Serializable } from 'node:child_process';
 import http from 'node:http';
@@ -79,6 +82,30 @@ function sysMs(pid: number): number {
   return Number(fields[12]) * 10;
 }
 
+/** The server's event fan-out process (none for a build without one, or with KNOWLEDGE_EVENT_FANOUT=server). */
+function fanOutOf(pid: number): number | undefined {
+  return childrenOf(pid).find((child) => readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('fanOutChild'));
+}
+
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return children;
+}
+
+/** CPU (all, kernel) of the fan-out process so far, 0 when there is none. */
+function fanOutMs(pid: number | undefined): { all: number; sys: number } {
+  return pid === undefined ? { all: 0, sys: 0 } : { all: cpuMs(pid), sys: sysMs(pid) };
+}
+
 function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
@@ -97,18 +124,24 @@ try {
   const without: number[] = [];
   const withListeners: number[] = [];
   const lags: number[] = [];
-  const cpu = { without: 0, with: 0, listeners: 0, client: 0 };
-  const sys = { without: 0, with: 0 };
+  const cpu = { without: 0, with: 0, listeners: 0, client: 0, fanOut: 0, fanOutWithout: 0 };
+  const sys = { without: 0, with: 0, fanOut: 0 };
+  let fanOut: number | undefined;
   for (let round = 0; round < ROUNDS; round++) {
     let c0 = cpuMs(server.pid);
     let s0 = sysMs(server.pid);
+    let f0 = fanOutMs(fanOut);
     for (let i = 0; i < PUTS; i++) without.push(await next());
     cpu.without += cpuMs(server.pid) - c0;
     sys.without += sysMs(server.pid) - s0;
+    cpu.fanOutWithout += fanOutMs(fanOut).all - f0.all;
     const listeners = await openListeners(server.url, key, LISTENERS);
+    // Started with the first stream, and kept (unless it died, which would show as a new pid).
+    fanOut = fanOutOf(server.pid);
     const done: number[] = [];
     c0 = cpuMs(server.pid);
     s0 = sysMs(server.pid);
+    f0 = fanOutMs(fanOut);
     const l0 = cpuMs(listeners.pid);
     const b0 = cpuMs(process.pid);
     for (let i = 0; i < PUTS; i++) {
@@ -125,6 +158,9 @@ try {
     }
     cpu.with += cpuMs(server.pid) - c0;
     sys.with += sysMs(server.pid) - s0;
+    const f1 = fanOutMs(fanOut);
+    cpu.fanOut += f1.all - f0.all;
+    sys.fanOut += f1.sys - f0.sys;
     cpu.listeners += cpuMs(listeners.pid) - l0;
     cpu.client += cpuMs(process.pid) - b0;
     if (arrivals.some((a) => a.length !== PUTS)) throw new Error('a listener got an event twice');
@@ -140,7 +176,12 @@ try {
   const d50 = quantile(withListeners, 0.5) / quantile(without, 0.5) - 1;
   const d95 = quantile(withListeners, 0.95) / quantile(without, 0.95) - 1;
   console.log(`added by ${LISTENERS} listeners: p50 ${(d50 * 100).toFixed(1)}%, p95 ${(d95 * 100).toFixed(1)}% (target < ${TARGET * 100}%: ${d50 < TARGET && d95 < TARGET ? 'met' : 'NOT met'})`);
-  console.log(`server CPU per PUT: ${(cpu.without / without.length).toFixed(2)} ms with no listener, ${(cpu.with / withListeners.length).toFixed(2)} ms with ${LISTENERS} (the fan-out: ${((cpu.with - cpu.without) / withListeners.length).toFixed(2)} ms per commit, of which ${((sys.with - sys.without) / withListeners.length).toFixed(2)} ms in the kernel)`);
+  console.log(`server CPU per PUT: ${(cpu.without / without.length).toFixed(2)} ms with no listener, ${(cpu.with / withListeners.length).toFixed(2)} ms with ${LISTENERS} (what the listeners add to it: ${((cpu.with - cpu.without) / withListeners.length).toFixed(2)} ms per commit, of which ${((sys.with - sys.without) / withListeners.length).toFixed(2)} ms in the kernel)`);
+  console.log(
+    fanOut === undefined
+      ? 'event fan-out process: none (this build writes the streams from the server process)'
+      : `event fan-out process (pid ${fanOut}) CPU per PUT: ${(cpu.fanOut / withListeners.length).toFixed(2)} ms with ${LISTENERS} listeners (${(sys.fanOut / withListeners.length).toFixed(2)} ms in the kernel), ${(cpu.fanOutWithout / without.length).toFixed(2)} ms with none`,
+  );
   // On a 2-core machine the listeners' own parsing competes with the server: it is shown, so that a result skewed by it is seen.
   console.log(`other processes' CPU per PUT with ${LISTENERS} listeners: listeners process ${(cpu.listeners / withListeners.length).toFixed(2)} ms, this bench client ${(cpu.client / withListeners.length).toFixed(2)} ms`);
   console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores`);

@@ -89,13 +89,9 @@ interface Turns {
  * Only for a stream whose socket is idle (nothing queued): then its own walk would stop at exactly the
  * same place (its room is the whole buffer), so sharing changes no byte of any stream. A stream with bytes
  * still queued walks alone (walkChunk with its own room), as before.
- *
- * Kept while the organization's head is the same (a new head starts afresh: the turns of the old one are
- * the prefixes nobody will ask for once woken), at most SHARED_MS, and at most SHARED_BYTES in all.
  */
 export class SharedChunks {
-  private readonly byRepo = new WeakMap<OrgRepo, Turns>();
-  private bytes = 0;
+  private readonly turns = new TurnCache();
 
   constructor(
     private readonly feed: EventWalker,
@@ -105,9 +101,24 @@ export class SharedChunks {
   /** The turn of a stream with an idle socket at `cursor`. */
   next(args: { repo: OrgRepo; actor: Actor; cursor: string | null }): Promise<EventChunk | null> {
     const { repo, actor, cursor } = args;
-    const walk = (): Promise<EventChunk | null> => walkChunk({ feed: this.feed, repo, actor, cursor, room: this.bufferBytes });
-    const turns = this.turnsOf(repo);
-    const key = `${seenAs(actor)}\n\n${cursor}`;
+    return this.turns.get({ place: repo, head: repo.headCommit, key: `${seenAs(actor)}\n\n${cursor}`, walk: () => walkChunk({ feed: this.feed, repo, actor, cursor, room: this.bufferBytes }) });
+  }
+}
+
+/**
+ * Turns kept by organization (`place`: the repository here, its stand-in in the fan-out process) and by
+ * what the turn depends on besides the commits (`key`: view and cursor). Kept while the organization's head
+ * is the same (a new head starts afresh: the turns of the old one are the prefixes nobody will ask for once
+ * woken), at most SHARED_MS, and at most SHARED_BYTES in all. The one cache of both processes (SharedChunks
+ * here, the fan-out process's remote turns).
+ */
+export class TurnCache {
+  private readonly byPlace = new WeakMap<object, Turns>();
+  private bytes = 0;
+
+  get(args: { place: object; head: string | null; key: string; walk: () => Promise<EventChunk | null> }): Promise<EventChunk | null> {
+    const { place, key, walk } = args;
+    const turns = this.turnsOf(place, args.head);
     const kept = turns.turns.get(key);
     if (kept) return kept;
     if (this.bytes >= SHARED_BYTES) return walk();
@@ -116,7 +127,7 @@ export class SharedChunks {
     turn.then(
       (chunk) => {
         // Counted once built (unless already dropped): the bound is on bytes held, not on turns.
-        if (!chunk || turns.turns.get(key) !== turn || this.byRepo.get(repo) !== turns) return;
+        if (!chunk || turns.turns.get(key) !== turn || this.byPlace.get(place) !== turns) return;
         turns.bytes += chunk.bytes.length;
         this.bytes += chunk.bytes.length;
       },
@@ -128,20 +139,19 @@ export class SharedChunks {
     return turn;
   }
 
-  private turnsOf(repo: OrgRepo): Turns {
-    const head = repo.headCommit;
-    const kept = this.byRepo.get(repo);
+  private turnsOf(place: object, head: string | null): Turns {
+    const kept = this.byPlace.get(place);
     if (kept?.head === head) return kept;
-    if (kept) this.drop(repo, kept);
-    const turns: Turns = { head, turns: new Map(), bytes: 0, timer: setTimeout(() => this.drop(repo, turns), SHARED_MS) };
+    if (kept) this.drop(place, kept);
+    const turns: Turns = { head, turns: new Map(), bytes: 0, timer: setTimeout(() => this.drop(place, turns), SHARED_MS) };
     turns.timer.unref();
-    this.byRepo.set(repo, turns);
+    this.byPlace.set(place, turns);
     return turns;
   }
 
-  private drop(repo: OrgRepo, turns: Turns): void {
+  private drop(place: object, turns: Turns): void {
     clearTimeout(turns.timer);
-    if (this.byRepo.get(repo) === turns) this.byRepo.delete(repo);
+    if (this.byPlace.get(place) === turns) this.byPlace.delete(place);
     this.bytes -= turns.bytes;
     turns.bytes = 0;
     turns.turns.clear();

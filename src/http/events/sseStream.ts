@@ -1,9 +1,7 @@
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Waker } from '../../common/waker.js';
-import type { EventFeed } from '../../domain/events.js';
-import type { Actor } from '../../domain/keys.js';
-import type { OrgRepo } from '../../storage/repo/orgRepo.js';
-import { chunkFrame, WALK_TURN, walkChunk, type EventChunk, type SharedChunks } from './eventChunks.js';
+import { chunkFrame, WALK_TURN, type EventChunk } from './eventChunks.js';
 import type { EventStreamSettings } from './streamLimits.js';
 
 /** How long an ended stream's last bytes may wait for a slow client before its socket is destroyed. */
@@ -12,6 +10,65 @@ const FINAL_FLUSH_MS = 60_000;
 /** Why a stream was ended by the server: the last event of the stream (`event: end`), then EOF. */
 export type EndReason = 'slow-reader' | 'key-revoked' | 'server-stopping';
 
+/** Where a stream's turns come from: the feed itself in the server process, or the server asked over IPC. */
+export interface StreamSource {
+  /**
+   * The events after `cursor`: for a stream whose socket is idle (`room` null), the turn shared by the
+   * streams alike at that commit (see SharedChunks); else a turn of its own within `room` bytes. Null when
+   * `stop` said so midway.
+   */
+  turn(cursor: string | null, room: number | null, stop: () => boolean): Promise<EventChunk | null>;
+  /** False once the key is revoked (asked after each wake-up). */
+  keyValid(): Promise<boolean>;
+  /** Calls `wake` after each batch published on the organization's main, until the returned function is called. */
+  watch(wake: () => void): () => void;
+}
+
+/** The socket of a stream whose head is written (writeStreamHead), whether its body is chunked (HTTP/1.1), and how it ends. */
+export interface StreamSocket {
+  socket: Socket;
+  chunked: boolean;
+  /** Ends the body (the last chunk); then the connection is kept for the next request or closed. */
+  end(): void;
+}
+
+/**
+ * Writes the status line, the headers and the first bytes of a stream through the response, and resolves
+ * once they are in the socket's hands (the kernel's): the rest of the stream is written straight to the
+ * socket, in this process or in the fan-out process it is handed to. `handedOver`: the socket leaves this
+ * process, so the connection cannot serve another request after the stream (`Connection: close`).
+ */
+export function writeStreamHead(res: ServerResponse, handedOver: boolean): Promise<StreamSocket> {
+  if (handedOver) res.shouldKeepAlive = false;
+  res.writeHead(200, {
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    // no-transform: a proxy must neither compress nor hold the stream; X-Accel-Buffering: nginx must not buffer it.
+    'Cache-Control': 'no-store, no-transform',
+    'X-Accel-Buffering': 'no',
+  });
+  return new Promise((resolve, reject) => {
+    // The first bytes flush the headers at once (a client knows it is connected) and set the reconnect delay.
+    res.write('retry: 2000\n: connected\n\n', (err) => {
+      const socket = res.socket;
+      if (err || !socket || socket.destroyed) reject(err ?? new Error('client gone before the stream started'));
+      // The response writes the last chunk itself (and keeps the connection when it may).
+      else resolve({ socket, chunked: res.chunkedEncoding, end: () => res.end() });
+    });
+  });
+}
+
+/** A stream's socket in the fan-out process: the last chunk is written here, and the connection closed. */
+export function handedSocket(socket: Socket, chunked: boolean): StreamSocket {
+  return {
+    socket,
+    chunked,
+    end: () => {
+      if (chunked) socket.end(LAST_CHUNK);
+      else socket.end();
+    },
+  };
+}
+
 /**
  * Writes one client's Server-Sent Events until the client goes, its key is revoked, it stops reading, or
  * the server stops. Each event is one commit (`id:` the commit id, `data:` the commit's change-feed entries
@@ -19,25 +76,23 @@ export type EndReason = 'slow-reader' | 'key-revoked' | 'server-stopping';
  * even the timing) of writes it may not see. Resuming from the last id it got walks those commits again
  * and skips them again: no gap, no duplicate.
  *
+ * The same loop runs in the fan-out process (the default of `serve`) and in the server process (createApp):
+ * only `source` differs. Every write is one HTTP/1.1 chunk, framed here as Node's response would frame it.
+ *
  * Backpressure: the stream walks the history at the client's pace. Once `bufferBytes` wait unread it stops
  * walking until the socket drains; a client that reads nothing for `slowReaderMs` is sent `event: end`
  * (reason `slow-reader`) and dropped, so memory per stream stays bounded whatever the client does.
  */
 export async function serveEventStream(args: {
-  res: ServerResponse;
-  feed: EventFeed;
-  /** The turns shared by streams alike (one per server: see SharedChunks). */
-  chunks: SharedChunks;
-  repo: OrgRepo;
-  actor: Actor;
+  out: StreamSocket;
+  source: StreamSource;
   cursor: string | null;
   settings: EventStreamSettings;
-  /** False once the key is revoked (checked after each wake-up). */
-  keyValid: () => Promise<boolean>;
   /** Counts the stream (see EventStreams.acquire); `end` ends it early. Returns the release. */
   register: (end: () => void) => () => void;
 }): Promise<void> {
-  const { res, feed, chunks, repo, actor, settings } = args;
+  const { out, source, settings } = args;
+  const { socket } = out;
   let cursor = args.cursor;
   let lastSent: string | null = null;
   let ended = false;
@@ -46,55 +101,55 @@ export async function serveEventStream(args: {
     if (ended) return;
     ended = true;
     waker.ring();
-    if (res.destroyed) return;
-    if (reason) res.write(`event: end\ndata: ${JSON.stringify({ reason, lastEventId: lastSent })}\n\n`);
-    res.end();
+    if (socket.destroyed) return;
+    if (reason) socket.write(frame(out, Buffer.from(`event: end\ndata: ${JSON.stringify({ reason, lastEventId: lastSent })}\n\n`)));
+    out.end();
     // A client that reads nothing never takes the last bytes: its socket goes after a grace period.
-    const linger = setTimeout(() => res.destroy(), FINAL_FLUSH_MS);
+    const linger = setTimeout(() => socket.destroy(), FINAL_FLUSH_MS);
     linger.unref();
-    res.once('close', () => clearTimeout(linger));
+    socket.once('close', () => clearTimeout(linger));
   };
   const release = args.register(() => finish('server-stopping'));
-  res.on('close', () => {
+  let left: () => void = () => undefined;
+  // Resolves when the client goes: a turn or key check still on its way is then not waited for.
+  const clientGone = new Promise<null>((resolve) => (left = () => resolve(null)));
+  const gone = (): void => {
     ended = true;
     waker.ring();
-  });
-  const unwatch = feed.watch(repo, () => waker.ring());
+    left();
+  };
+  socket.on('close', gone);
+  // A reset client is a client gone (the loop sees `ended`); the error itself is nobody's to handle.
+  socket.on('error', gone);
+  if (socket.destroyed) gone();
+  const unwatch = source.watch(() => waker.ring());
   const heartbeat = setInterval(() => {
     // Only on an idle socket: a comment queued behind unread events would only grow the buffer.
-    if (!ended && res.writableLength === 0) res.write(': heartbeat\n\n');
+    if (!ended && socket.writableLength === 0) socket.write(out.chunked ? HEARTBEAT_CHUNK : HEARTBEAT);
     // The loop looks at the key again: a revoked key's stream ends even when nothing is written.
     waker.ring();
   }, settings.heartbeatMs);
   heartbeat.unref();
   try {
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      // no-transform: a proxy must neither compress nor hold the stream; X-Accel-Buffering: nginx must not buffer it.
-      'Cache-Control': 'no-store, no-transform',
-      'X-Accel-Buffering': 'no',
-    });
-    // The first bytes flush the headers at once (a client knows it is connected) and set the reconnect delay.
-    res.write('retry: 2000\n: connected\n\n');
     while (!ended) {
       waker.clear();
-      if (!(await args.keyValid())) {
+      const valid = await unlessGone(source.keyValid(), clientGone);
+      if (valid === false) {
         finish('key-revoked');
         break;
       }
       // The events of one turn go out in one socket write: one write per listener per wake-up, not per commit.
       // An idle socket (every reader that keeps up) takes the turn shared by the streams alike at its commit.
-      const turn =
-        res.writableLength === 0
-          ? await chunks.next({ repo, actor, cursor })
-          : await walkChunk({ feed, repo, actor, cursor, room: settings.bufferBytes - res.writableLength, stop: () => ended });
+      const idle = socket.writableLength === 0;
+      const turn = await unlessGone(source.turn(cursor, idle ? null : settings.bufferBytes - socket.writableLength, () => ended), clientGone);
       // Ended meanwhile (client gone, server stopping): the turn is dropped, so `lastSent` names only what was written.
       if (ended || !turn) break;
-      if (turn.bytes.length > 0) send(res, turn);
+      // One ready-framed Buffer shared by every stream of the turn (chunkFrame): one write call, no framing per stream.
+      if (turn.bytes.length > 0) socket.write(out.chunked ? chunkFrame(turn) : turn.bytes);
       if (turn.lastSent !== null) lastSent = turn.lastSent;
       cursor = turn.cursor;
       if (turn.full) {
-        if (!(await drained(res, settings.slowReaderMs))) finish('slow-reader');
+        if (!(await drained(socket, settings.slowReaderMs))) finish('slow-reader');
         continue;
       }
       if (turn.walked === WALK_TURN) continue;
@@ -102,44 +157,48 @@ export async function serveEventStream(args: {
     }
   } finally {
     clearInterval(heartbeat);
+    // A kept-alive connection goes on to other requests: the stream's listeners go with the stream.
+    socket.off('close', gone);
+    socket.off('error', gone);
     unwatch();
     release();
   }
 }
 
-/**
- * Writes a turn. On a chunked stream whose response holds nothing of its own (every byte it wrote is in the
- * socket's hands), it goes to the socket as one ready-framed Buffer (shared by every stream of the turn: see
- * chunkFrame): one write call and no per-stream framing; the fan-out's cost per stream is then little more
- * than the system call. Otherwise (a response not chunked, as for an HTTP/1.0 client, or one still holding
- * output) through res.write, which frames it itself. Both go to the same socket, in order.
- */
-function send(res: ServerResponse, turn: EventChunk): void {
-  const socket = res.socket;
-  if (socket && res.headersSent && res.chunkedEncoding && res.writableLength === socket.writableLength) socket.write(chunkFrame(turn));
-  else res.write(turn.bytes);
+const HEARTBEAT = Buffer.from(': heartbeat\n\n');
+const HEARTBEAT_CHUNK = Buffer.from(`${HEARTBEAT.length.toString(16)}\r\n: heartbeat\n\n\r\n`);
+/** The end of a chunked body: what res.end() writes. */
+const LAST_CHUNK = Buffer.from('0\r\n\r\n');
+
+/** `bytes` as one HTTP/1.1 chunk when the body is chunked (what res.write would send), else as they are. */
+function frame(out: StreamSocket, bytes: Buffer): Buffer {
+  return out.chunked ? Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n')]) : bytes;
 }
 
 /**
- * True once the socket's buffer has drained, false after `ms` (or when the client went). The socket's own
- * 'drain', not the response's: a turn written straight to the socket (send) never sets the response's.
+ * `work`'s result, or null as soon as the client is gone: its stream ends (and its slot is released) at once,
+ * not when a turn asked of the server comes back. A late result, or failure, is dropped (the race handles it).
  */
-function drained(res: ServerResponse, ms: number): Promise<boolean> {
-  const socket = res.socket;
-  if (!socket || res.destroyed) return Promise.resolve(false);
+function unlessGone<T>(work: Promise<T>, clientGone: Promise<null>): Promise<T | null> {
+  return Promise.race([work, clientGone]);
+}
+
+/** True once the socket's buffer has drained, false after `ms` (or when the client went). */
+function drained(socket: Socket, ms: number): Promise<boolean> {
+  if (socket.destroyed) return Promise.resolve(false);
   // Nothing waits to drain (the bytes went at once): no 'drain' would come.
-  if (!socket.writableNeedDrain && res.writableLength === socket.writableLength) return Promise.resolve(true);
+  if (!socket.writableNeedDrain) return Promise.resolve(true);
   return new Promise((resolve) => {
     const done = (ok: boolean): void => {
       clearTimeout(timer);
       socket.off('drain', onDrain);
-      res.off('close', onClose);
+      socket.off('close', onClose);
       resolve(ok);
     };
     const onDrain = (): void => done(true);
     const onClose = (): void => done(false);
     const timer = setTimeout(() => done(false), ms);
     socket.on('drain', onDrain);
-    res.on('close', onClose);
+    socket.on('close', onClose);
   });
 }

@@ -13,6 +13,11 @@ export interface EventStreamSettings {
   bufferBytes: number;
   /** How long a stream waits for a client that does not read before ending it (the client resumes with Last-Event-ID). */
   slowReaderMs: number;
+  /**
+   * Who writes the streams once started: `process`, a process apart from the writer (`serve`'s default:
+   * fanOutHost.ts), or `server`, the server process itself (streamHost.ts).
+   */
+  fanOut?: 'process' | 'server';
 }
 
 export const EVENT_STREAM_DEFAULTS: EventStreamSettings = {

@@ -1,30 +1,29 @@
 import Router from '@koa/router';
 import type { EventFeed } from '../../domain/events.js';
-import { SharedChunks } from '../events/eventChunks.js';
-import { serveEventStream } from '../events/sseStream.js';
+import type { StreamHost } from '../events/streamHost.js';
+import { TooManyStreams } from '../httpErrors.js';
 import type { EventStreams, EventStreamSettings } from '../events/streamLimits.js';
 import type { AppState } from '../state.js';
 import { validateQuery } from '../validation.js';
 import { API_PREFIX, type RouteDeps } from './common.js';
-
-/** How often a stream looks again at its key (the key store notices a revocation within a second too). */
-const KEY_CHECK_MS = 1000;
 
 /** What GET /events needs besides the common route dependencies. */
 export interface EventDeps {
   feed: EventFeed;
   streams: EventStreams;
   settings: EventStreamSettings;
+  /** Who writes the streams once started: the fan-out process under `serve`, this process by default. */
+  host: StreamHost;
 }
 
 /**
  * `GET /events`: Server-Sent Events, one per commit, as the key sees it (see sseStream.ts). Every refusal
- * (bad key, unknown `since`, too many streams) is an ordinary JSON answer, given before the stream starts.
+ * (bad key, unknown `since`, too many streams) is an ordinary JSON answer, given before the stream starts:
+ * this process authenticates, authorizes, counts and starts every stream, whoever writes it afterwards.
  */
 export function eventRoutes(deps: RouteDeps & { events: EventDeps }): Router<AppState> {
   const router = new Router<AppState>();
-  const { feed, streams, settings } = deps.events;
-  const chunks = new SharedChunks(feed, settings.bufferBytes);
+  const { feed, streams, host } = deps.events;
 
   router.get(`${API_PREFIX}/events`, async (ctx) => {
     const { since } = validateQuery.events(ctx.query);
@@ -38,23 +37,17 @@ export function eventRoutes(deps: RouteDeps & { events: EventDeps }): Router<App
       return;
     }
     let end: () => void = () => undefined;
-    let keyCheckedAt = Date.now();
-    const release = streams.acquire(actor, () => end());
+    const release = await acquire(() => streams.acquire(actor, () => end()), host);
     ctx.status = 200; // for the access log: Koa does not answer this request, the stream does
     ctx.respond = false;
     try {
-      await serveEventStream({
+      await host.serve({
         res: ctx.res,
-        feed,
-        chunks,
         repo,
         actor,
         cursor,
-        settings,
+        requestId: ctx.state.requestId,
         keyValid: async () => {
-          // At most once a second per stream: a revocation ends the stream at the first commit a second after it.
-          if (Date.now() - keyCheckedAt < KEY_CHECK_MS) return true;
-          keyCheckedAt = Date.now();
           const key = await deps.keys.get(actor.keyId);
           return key !== undefined && key.revokedAt === null;
         },
@@ -72,4 +65,20 @@ export function eventRoutes(deps: RouteDeps & { events: EventDeps }): Router<App
   });
 
   return router;
+}
+
+/**
+ * A stream's slot, or 429. A client that closed a stream and opens another at once (EventSource reconnecting,
+ * a test) finds its old slot free: when the limit is reached, the host that holds the sockets is asked first
+ * to release the streams of clients already gone (the fan-out process notices them a hop later than this
+ * process would), and the limit is looked at again.
+ */
+async function acquire(take: () => () => void, host: StreamHost): Promise<() => void> {
+  try {
+    return take();
+  } catch (err) {
+    if (!(err instanceof TooManyStreams)) throw err;
+    await host.settle();
+    return take();
+  }
 }
