@@ -4,10 +4,8 @@
 // With KNOWLEDGE_BENCH_GC_REPORT set, the process's own view of its memory after the GC (V8 heap,
 // external memory, which holds the WebAssembly SQLite's heap) is written to that file, so a bench can
 // say what the RSS is made of.
-const { writeFileSync } = require('node:fs');
-
 globalThis.process.on('SIGUSR2', () => {
   if (typeof globalThis.gc === 'function') globalThis.gc();
   const report = globalThis.process.env.KNOWLEDGE_BENCH_GC_REPORT;
-  if (report) writeFileSync(report, JSON.stringify(globalThis.process.memoryUsage()));
+  if (report) globalThis.process.getBuiltinModule('node:fs').writeFileSync(report, JSON.stringify(globalThis.process.memoryUsage()));
 });

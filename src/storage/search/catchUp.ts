@@ -31,18 +31,20 @@ export async function catchUpRows(args: {
   const started = Date.now();
   const live = new Map<string, IndexEntry>();
   for (const entry of source.entries()) if (entry.record.deletedAt === null) live.set(entry.record.path, entry);
-  const removed = [...rows.paths()].filter((path) => !live.has(path));
-  const stale = [...live.values()].filter((e) => rows.get(e.record.path)?.blob !== e.blobOid);
+  // Read once for this pass: a row a batch changes meanwhile belongs to an item that batch replaced, which is skipped below.
+  const indexed = rows.all();
+  const removed = [...indexed.keys()].filter((path) => !live.has(path));
+  const stale = [...live.values()].filter((e) => indexed.get(e.record.path)?.blob !== e.blobOid);
   const building = stale.length > every;
   if (building) logger.info('search index: building', { org: orgId, items: stale.length, of: live.size });
-  rows.db.transaction(() => removed.forEach((path) => rows.drop(path)));
+  rows.db.transaction(() => removed.forEach((path) => rows.drop(path, indexed.get(path))));
   for (let i = 0; i < stale.length; i += CATCH_UP_CHUNK) {
     const chunk = stale.slice(i, i + CATCH_UP_CHUNK);
     const texts = await Promise.all(chunk.map((e) => args.textOf(e)));
     rows.db.transaction(() =>
       chunk.forEach((e, j) => {
         // A batch published while the texts were read may have replaced this item: it has indexed the newer one.
-        if (source.get(e.record.path) === e) rows.write(e, texts[j] as string);
+        if (source.get(e.record.path) === e) rows.write(e, texts[j] as string, source, indexed.get(e.record.path));
       }),
     );
     const done = i + chunk.length;

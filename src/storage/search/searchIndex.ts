@@ -7,7 +7,7 @@ import { catchUpRows, PROGRESS_EVERY, type CaughtUp } from './catchUp.js';
 import { IndexRows, type ReadNeed, type RowUpdate, type SearchSource } from './indexRows.js';
 import { matchExpression, pathMatchExpression, type SearchTerms } from './matchExpression.js';
 import { ReadGate } from './readGate.js';
-import { SearchDb, type IndexedItem } from './searchDb.js';
+import { SearchDb } from './searchDb.js';
 
 export { PROGRESS_EVERY } from './catchUp.js';
 export type { ReadNeed, SearchSource } from './indexRows.js';
@@ -47,10 +47,6 @@ export const MAX_SNIPPET_CHARS = 300;
 export class SearchIndex implements DerivedView {
   readonly name = 'search index';
   private readonly rows: IndexRows;
-  /** The rows' in-memory copy of the `items` table (what each path was indexed from). */
-  private get indexed(): Map<string, IndexedItem> {
-    return this.rows.indexed;
-  }
   /** Set when a batch could not be applied, or while the catch-up started at open runs: the next query catches up first. */
   private stale = false;
   /** Batches that could not be applied, ever: a catch-up that saw one fail while it ran leaves the index stale. */
@@ -225,8 +221,6 @@ export class SearchIndex implements DerivedView {
     } catch (err) {
       this.stale = true;
       this.failedBatches++;
-      // The in-memory copy may disagree with the rolled-back file: read it again at the catch-up.
-      this.rows.reload();
       throw err;
     }
   }
@@ -236,13 +230,9 @@ export class SearchIndex implements DerivedView {
     this.rows.apply(updates, head, rules);
   }
 
-  /** Rolls the open transaction back; the in-memory copy is read again from the file. */
+  /** Rolls the open transaction back (the rows live in the file alone, so nothing else is undone). */
   private undo(): void {
-    try {
-      this.db.rollback();
-    } finally {
-      this.rows.reload();
-    }
+    this.db.rollback();
   }
 
   /**
