@@ -7,5 +7,8 @@
 globalThis.process.on('SIGUSR2', () => {
   if (typeof globalThis.gc === 'function') globalThis.gc();
   const report = globalThis.process.env.KNOWLEDGE_BENCH_GC_REPORT;
-  if (report) globalThis.process.getBuiltinModule('node:fs').writeFileSync(report, JSON.stringify(globalThis.process.memoryUsage()));
+  if (!report) return;
+  const spaces = globalThis.process.getBuiltinModule('node:v8').getHeapSpaceStatistics();
+  const usage = { ...globalThis.process.memoryUsage(), spaces: Object.fromEntries(spaces.map((s) => [s.space_name, { size: s.space_size, used: s.space_used_size }])) };
+  globalThis.process.getBuiltinModule('node:fs').writeFileSync(report, JSON.stringify(usage));
 });
