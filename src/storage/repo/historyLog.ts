@@ -3,6 +3,7 @@ import type { Logger } from '../../common/log.js';
 import { messageBody, parseAllTrailers, type ItemAction } from './commitMessage.js';
 import { writeFileDurable } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
+import { SharedStrings } from '../../common/sharedStrings.js';
 
 /** One item's change in a commit: `path` is where the item is after it, `from` (moves only) where it was before. */
 export interface ItemChange {
@@ -70,9 +71,11 @@ export class HistoryLog {
     /** C git's first-parent log from a commit, newest first: a log rebuilt from nothing reads it in one stream. */
     walk?: (head: string) => AsyncIterable<CommitFacts & { commitId: string }>;
     logger: Logger;
+    /** Strings shared with what is loaded beside the log (the index snapshot names the same items). */
+    shared?: SharedStrings;
   }): Promise<HistoryLog> {
     const log = new HistoryLog(args.fs, `${args.gitdir}/knowledge-history.jsonl`, args.logger);
-    const stored = await log.readStored();
+    const stored = await log.readStored(args.shared ?? new SharedStrings());
     stored.forEach((e) => log.push(e));
     const missing: HistoryEntry[] = [];
     let cursor = args.head;
@@ -181,7 +184,7 @@ export class HistoryLog {
   }
 
   /** The stored entries up to the first line that is damaged or does not continue the chain. */
-  private async readStored(): Promise<HistoryEntry[]> {
+  private async readStored(shared: SharedStrings): Promise<HistoryEntry[]> {
     let text: string;
     try {
       text = await this.fs.readFile(this.file, 'utf8');
@@ -191,7 +194,6 @@ export class HistoryLog {
     }
     const lines = text.split('\n');
     if (lines[0] !== HEADER) return [];
-    const shared = new SharedStrings();
     const out: HistoryEntry[] = [];
     for (const value of parseLines(lines.slice(1))) {
       const entry = fromFields(value, shared);
@@ -238,29 +240,6 @@ function isJson(line: string): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-/**
- * One string (or author) for values the log repeats: actions, who wrote each commit, an item's id and
- * its path from one commit to the next. Parsed apart, each entry would hold copies of its own.
- */
-class SharedStrings {
-  private readonly strings = new Map<string, string>();
-  private readonly authors = new Map<string, { name: string; email: string }>();
-
-  string<T extends string>(s: T): T {
-    const known = this.strings.get(s);
-    if (known !== undefined) return known as T;
-    this.strings.set(s, s);
-    return s;
-  }
-
-  author(name: string, email: string): { name: string; email: string } {
-    const key = `${name}\n${email}`;
-    let author = this.authors.get(key);
-    if (!author) this.authors.set(key, (author = { name, email }));
-    return author;
   }
 }
 
@@ -348,7 +327,7 @@ function fromFields(v: unknown, shared: SharedStrings): HistoryEntry | null {
     ...(item ? { item: items?.[0] && sameChange(items[0], item) ? items[0] : item } : {}),
     ...(items ? { items } : {}),
     message,
-    author: shared.author(name, email),
+    author: shared.object(`${name}\n${email}`, () => ({ name, email })),
     timestamp,
   };
 }
