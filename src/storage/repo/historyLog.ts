@@ -4,6 +4,7 @@ import { messageBody, parseAllTrailers, type ItemAction } from './commitMessage.
 import { writeFileDurable } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
 import { SharedStrings } from '../../common/sharedStrings.js';
+import { withoutYoungGrowth } from '../../common/youngGeneration.js';
 
 /** One item's change in a commit: `path` is where the item is after it, `from` (moves only) where it was before. */
 export interface ItemChange {
@@ -75,8 +76,12 @@ export class HistoryLog {
     shared?: SharedStrings;
   }): Promise<HistoryLog> {
     const log = new HistoryLog(args.fs, `${args.gitdir}/knowledge-history.jsonl`, args.logger);
-    const stored = await log.readStored(args.shared ?? new SharedStrings());
-    stored.forEach((e) => log.push(e));
+    // Read without growing V8's young generation: nearly all of it is kept (see withoutYoungGrowth).
+    const stored = await withoutYoungGrowth(async () => {
+      const read = await log.readStored(args.shared ?? new SharedStrings());
+      read.forEach((e) => log.push(e));
+      return read;
+    });
     const missing: HistoryEntry[] = [];
     let cursor = args.head;
     if (args.walk && cursor !== null && stored.length === 0) {

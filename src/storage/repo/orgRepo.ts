@@ -12,7 +12,6 @@ import { IndexSnapshotFile, SnapshotCadence } from './indexSnapshot.js';
 import { ItemIndex, type IndexEntry } from './itemIndex.js';
 import { contentPath, LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
 import { Lru } from '../../common/lru.js';
-import { withoutYoungGrowth } from '../../common/youngGeneration.js';
 import { SharedStrings } from '../../common/sharedStrings.js';
 import { ObjectReader } from './objectReader.js';
 import { RepackSchedule } from './repackSchedule.js';
@@ -245,12 +244,7 @@ export class OrgRepo {
   }
 
   /** Reads the branch, the index and the history log from disk, and swaps them in at once. */
-  /** Its index and history are read without growing V8's young generation (see withoutYoungGrowth). */
-  private load(): Promise<void> {
-    return withoutYoungGrowth(() => this.loadNow());
-  }
-
-  private async loadNow(): Promise<void> {
+  private async load(): Promise<void> {
     const head = await readRef(this.fs, this.gitdir);
     const git = this.git;
     // Side by side: a history rebuilt from nothing streams from C git while the index is read here.

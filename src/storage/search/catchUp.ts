@@ -37,6 +37,7 @@ export async function catchUpRows(args: {
   const stale = [...live.values()].filter((e) => indexed.get(e.record.path)?.blob !== e.blobOid);
   const building = stale.length > every;
   if (building) logger.info('search index: building', { org: orgId, items: stale.length, of: live.size });
+  // Every removed path is in `indexed`: no lookup.
   rows.db.transaction(() => removed.forEach((path) => rows.drop(path, indexed.get(path))));
   for (let i = 0; i < stale.length; i += CATCH_UP_CHUNK) {
     const chunk = stale.slice(i, i + CATCH_UP_CHUNK);
@@ -44,7 +45,7 @@ export async function catchUpRows(args: {
     rows.db.transaction(() =>
       chunk.forEach((e, j) => {
         // A batch published while the texts were read may have replaced this item: it has indexed the newer one.
-        if (source.get(e.record.path) === e) rows.write(e, texts[j] as string, source, indexed.get(e.record.path));
+        if (source.get(e.record.path) === e) rows.writeOver(e, texts[j] as string, source, indexed.get(e.record.path));
       }),
     );
     const done = i + chunk.length;

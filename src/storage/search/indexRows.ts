@@ -54,18 +54,28 @@ export class IndexRows {
     return this.db.indexed();
   }
 
-  /** Adds or replaces the row of `entry` (`row`: what it holds now, when the caller has read it already). */
-  write(entry: IndexEntry, text: string, rules: Pick<SearchSource, 'folderRule'> = this.source, row = this.get(entry.record.path)): void {
+  /** Adds or replaces the row of `entry`. */
+  write(entry: IndexEntry, text: string, rules: Pick<SearchSource, 'folderRule'> = this.source): void {
+    this.writeOver(entry, text, rules, this.get(entry.record.path));
+  }
+
+  /** The same, where the caller has read what the row holds now (`row`; undefined: none). */
+  writeOver(entry: IndexEntry, text: string, rules: Pick<SearchSource, 'folderRule'>, row: IndexedItem | undefined): void {
     const { path } = entry.record;
     this.db.put({ path, blob: entry.blobOid, need: this.readNeed(entry.record, rules), text, id: row?.id });
   }
 
-  drop(path: string, row = this.get(path)): void {
+  /** Removes the row (`row`: what it holds, when the caller has read it already). */
+  drop(path: string, row: IndexedItem | undefined = this.get(path)): void {
     if (row) this.db.remove(row.id);
   }
 
   /** The row's read rank under `rules`; true when it moved. */
-  refreshNeed(entry: IndexEntry, rules: Pick<SearchSource, 'folderRule'> = this.source, row = this.get(entry.record.path)): boolean {
+  refreshNeed(entry: IndexEntry, rules: Pick<SearchSource, 'folderRule'> = this.source): boolean {
+    return this.refreshNeedOf(entry, rules, this.get(entry.record.path));
+  }
+
+  private refreshNeedOf(entry: IndexEntry, rules: Pick<SearchSource, 'folderRule'>, row: IndexedItem | undefined): boolean {
     if (!row) return false;
     const need = this.readNeed(entry.record, rules);
     if (need === row.need) return false;
@@ -78,7 +88,7 @@ export class IndexRows {
     const rows = this.all();
     let changed = 0;
     for (const entry of this.source.entries()) {
-      if (entry.record.deletedAt === null && this.refreshNeed(entry, this.source, rows.get(entry.record.path))) changed++;
+      if (entry.record.deletedAt === null && this.refreshNeedOf(entry, this.source, rows.get(entry.record.path))) changed++;
     }
     return changed;
   }
