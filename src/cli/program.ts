@@ -18,7 +18,7 @@ import { addKeyCommands } from './keyCommands.js';
 import { dataDirOption, stores, type Common } from './localStore.js';
 import { intIn, jsonOption, print, searchLines } from './output.js';
 import { createProgress, silentProgress, type Progress } from './progress.js';
-import { releaseStartupHold } from './startupHold.js';
+import { releaseStartupHold } from '../common/youngGeneration.js';
 
 /**
  * `knowledge-store`: the server and the admin commands (see README, Configuration). Results
