@@ -102,4 +102,23 @@ export class IndexRows {
     }
     this.db.setHead(head);
   }
+
+  /** The paths where the rows disagree with the repository (for `verify`): none when they are in step. */
+  differences(): string[] {
+    const problems: string[] = [];
+    const onDisk = this.db.indexed();
+    const live = new Set<string>();
+    for (const entry of this.source.entries()) {
+      if (entry.record.deletedAt !== null) continue;
+      const { path } = entry.record;
+      live.add(path);
+      const row = onDisk.get(path);
+      if (!row) problems.push(`search index: ${path} is missing`);
+      else if (row.blob !== entry.blobOid) problems.push(`search index: ${path} holds an older content`);
+      else if (row.need !== this.readNeed(entry.record, this.source)) problems.push(`search index: ${path} has a stale read permission`);
+    }
+    for (const path of onDisk.keys()) if (!live.has(path)) problems.push(`search index: ${path} is indexed but not a live item`);
+    if (this.db.head !== this.source.headCommit) problems.push(`search index: at ${this.db.head ?? 'no commit'}, the branch at ${this.source.headCommit ?? 'none'}`);
+    return problems;
+  }
 }

@@ -8,6 +8,9 @@ import { IndexRows, type ReadNeed, type RowUpdate, type SearchSource } from './i
 import { matchExpression, pathMatchExpression, type SearchTerms } from './matchExpression.js';
 import { ReadGate } from './readGate.js';
 import { SearchDb } from './searchDb.js';
+import { clip, prefixRange } from './searchHits.js';
+
+export { clip, MAX_SNIPPET_CHARS } from './searchHits.js';
 
 export { PROGRESS_EVERY } from './catchUp.js';
 export type { ReadNeed, SearchSource } from './indexRows.js';
@@ -25,8 +28,6 @@ export interface SearchHit {
  */
 const CHECKPOINT_EVERY = 16;
 
-/** The longest snippet handed out, in characters. */
-export const MAX_SNIPPET_CHARS = 300;
 
 /**
  * One organization's full-text index: which live items hold which words, and
@@ -278,21 +279,7 @@ export class SearchIndex implements DerivedView {
 
   /** The paths where the index disagrees with the repository (for `verify`): none when it is in step. */
   differences(): string[] {
-    const problems: string[] = [];
-    const onDisk = this.db.indexed();
-    const live = new Set<string>();
-    for (const entry of this.source.entries()) {
-      if (entry.record.deletedAt !== null) continue;
-      const { path } = entry.record;
-      live.add(path);
-      const row = onDisk.get(path);
-      if (!row) problems.push(`search index: ${path} is missing`);
-      else if (row.blob !== entry.blobOid) problems.push(`search index: ${path} holds an older content`);
-      else if (row.need !== this.readNeed(entry.record, this.source)) problems.push(`search index: ${path} has a stale read permission`);
-    }
-    for (const path of onDisk.keys()) if (!live.has(path)) problems.push(`search index: ${path} is indexed but not a live item`);
-    if (this.db.head !== this.source.headCommit) problems.push(`search index: at ${this.db.head ?? 'no commit'}, the branch at ${this.source.headCommit ?? 'none'}`);
-    return problems;
+    return this.rows.differences();
   }
 
   close(): void {
@@ -304,19 +291,4 @@ export class SearchIndex implements DerivedView {
   private async textOf(entry: IndexEntry): Promise<string> {
     return this.source.readContent(entry);
   }
-}
-
-
-/** The paths under a folder prefix ("a/b/") as a range of strings: [prefix, prefix with its last "/" raised by one). */
-function prefixRange(prefix: string): { from: string; to: string } {
-  return { from: prefix, to: `${prefix.slice(0, -1)}${String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)}` };
-}
-
-/** At most MAX_SNIPPET_CHARS characters, never cutting a marker pair in two. */
-export function clip(snippet: string): string {
-  if (snippet.length <= MAX_SNIPPET_CHARS) return snippet;
-  let out = snippet.slice(0, MAX_SNIPPET_CHARS - 1);
-  // An opened « whose » was cut off is closed, so the marks always pair up.
-  if (out.lastIndexOf('«') > out.lastIndexOf('»')) out = `${out.slice(0, MAX_SNIPPET_CHARS - 2)}»`;
-  return `${out}…`;
 }
