@@ -18,7 +18,6 @@ import { addKeyCommands } from './keyCommands.js';
 import { dataDirOption, stores, type Common } from './localStore.js';
 import { intIn, jsonOption, print, searchLines } from './output.js';
 import { createProgress, silentProgress, type Progress } from './progress.js';
-import { releaseStartupHold } from '../common/youngGeneration.js';
 
 /**
  * `knowledge-store`: the server and the admin commands (see README, Configuration). Results
@@ -98,7 +97,6 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
       const logger = createLogger({ level: config.logLevel });
       const server = await startServer({ config, logger });
       process.stdout.write(`Knowledge store listening on ${server.url} (data: ${config.dataDir})\n`);
-      releaseStartupHold();
       const stop = (signal: string): void => {
         logger.info('shutting down', { signal });
         server.close().then(

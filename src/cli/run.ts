@@ -1,6 +1,11 @@
 import { CommanderError } from 'commander';
 import { reportFailure } from './errors.js';
 import { buildProgram } from './program.js';
+import { releaseStartupHold } from '../common/youngGeneration.js';
+
+// The program's modules are loaded: V8's young generation grows again as the command needs (a verify or an
+// index built from the tree makes much short-lived garbage, which a held young generation would promote).
+releaseStartupHold();
 
 /**
  * The `knowledge-store` program, run on argv (main.ts imports it). Exit 0 on success, 2 for a usage error

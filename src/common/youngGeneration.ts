@@ -52,7 +52,7 @@ let startupRelease: (() => void) | null = null;
 /**
  * Holds the young generation while a process starts: its modules' code and objects are nearly all kept,
  * which alone grew it to 16 MiB before a server listened. The executable calls it before importing the
- * program; `serve` lets go once it listens (releaseStartupHold); the other commands are short-lived.
+ * program, and lets go (releaseStartupHold) once the program's modules are loaded, before its command runs.
  */
 export function holdForStartup(): void {
   startupRelease ??= holdYoungGeneration();
