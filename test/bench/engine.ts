@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SEARCH_FILE } from '../../src/storage/repo/orgStore.js';
@@ -50,6 +50,9 @@ export interface EngineMemory {
   rssMiB: number;
   afterGcMiB: number;
   hwmMiB: number;
+  /** What the RSS after the GC is made of: V8's heap (used), external memory (buffers and the WebAssembly SQLite's heap), in MiB. */
+  heapUsedMiB: number;
+  externalMiB: number;
   loadAverage: number;
 }
 
@@ -143,7 +146,13 @@ export function engineFigures(engine: EngineFigures | undefined, label: string):
 /** Started again from what the cold start saved (snapshot, history log, search index): VmRSS after random reads and a full GC. */
 async function memoryAfterReads(args: { fixture: Fixture; pinning: Pinning; dataDir: string; search: 'on' | 'off' }): Promise<EngineMemory> {
   const { fixture, search } = args;
-  const warm = await startAndProbe({ dataDir: args.dataDir, pinning: args.pinning, key: fixture.key, env: { ...GC_ON_SIGNAL, KNOWLEDGE_SEARCH: search } });
+  const report = join(args.dataDir, '..', `gc-report-${search}.json`);
+  const warm = await startAndProbe({
+    dataDir: args.dataDir,
+    pinning: args.pinning,
+    key: fixture.key,
+    env: { ...GC_ON_SIGNAL, KNOWLEDGE_BENCH_GC_REPORT: report, KNOWLEDGE_SEARCH: search },
+  });
   try {
     for (const i of randomItems(RANDOM_READS, fixture.items)) {
       const t = await timedGet(`${warm.served.url}${API}/items/${itemPath(i)}`, fixture.key, { keepBody: false });
@@ -154,8 +163,21 @@ async function memoryAfterReads(args: { fixture: Fixture; pinning: Pinning; data
     await new Promise((r) => setTimeout(r, 2_000));
     const after = await memoryOf(warm.served.pid);
     if (!before || !after) throw new Error(`no /proc/${warm.served.pid}/status`);
-    const memory = { search, reads: RANDOM_READS, rssMiB: before.rssMiB, afterGcMiB: after.rssMiB, hwmMiB: after.hwmMiB, loadAverage: await loadAverage() };
-    progress(`  search ${search}, after ${RANDOM_READS} random reads: VmRSS ${fmt(memory.afterGcMiB)} MiB after a full GC (${fmt(memory.rssMiB)} before; VmHWM ${fmt(memory.hwmMiB)})`);
+    const usage = JSON.parse(await readFile(report, 'utf8')) as { heapUsed: number; external: number };
+    const memory: EngineMemory = {
+      search,
+      reads: RANDOM_READS,
+      rssMiB: before.rssMiB,
+      afterGcMiB: after.rssMiB,
+      hwmMiB: after.hwmMiB,
+      heapUsedMiB: usage.heapUsed / 2 ** 20,
+      externalMiB: usage.external / 2 ** 20,
+      loadAverage: await loadAverage(),
+    };
+    progress(
+      `  search ${search}, after ${RANDOM_READS} random reads: VmRSS ${fmt(memory.afterGcMiB)} MiB = ${fmt(memory.afterGcMiB * 1.048576)} MB after a full GC ` +
+        `(V8 heap used ${fmt(memory.heapUsedMiB)} MiB, external ${fmt(memory.externalMiB)} MiB; ${fmt(memory.rssMiB)} MiB before the GC; VmHWM ${fmt(memory.hwmMiB)}; load average ${fmt(memory.loadAverage, 1)})`,
+    );
     return memory;
   } finally {
     await stopServer(warm.served);

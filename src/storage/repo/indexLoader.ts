@@ -1,4 +1,6 @@
 import type { Logger } from '../../common/log.js';
+import type { SharedStrings } from '../../common/sharedStrings.js';
+import { withoutYoungGrowth } from '../../common/youngGeneration.js';
 import { mapLimit } from '../fs/durable.js';
 import { diffTreeFiles, listTreeFiles } from '../git/treeWalk.js';
 import type { IndexSnapshot, IndexSnapshotFile } from './indexSnapshot.js';
@@ -27,14 +29,20 @@ export async function loadIndex(args: {
   reader: ObjectReader;
   snapshotFile: IndexSnapshotFile;
   logger: Logger;
+  /** Strings shared with what is loaded beside the index (see IndexSnapshotFile.read). */
+  shared?: SharedStrings;
 }): Promise<LoadedIndex> {
   const { orgId, head, logger } = args;
   if (!head) return { index: new ItemIndex(), rootTree: null, snapshotHead: null };
   const loader = new Loader(orgId, args.reader, logger);
   const rootTree = (await args.reader.commit(head)).tree;
-  const snapshot = await args.snapshotFile.read();
-  if (!snapshot) return { index: await loader.fromTree(rootTree), rootTree, snapshotHead: null };
-  const index = indexFromSnapshot(snapshot);
+  // Read and indexed without growing V8's young generation: nearly all of it is kept (see withoutYoungGrowth).
+  const read = await withoutYoungGrowth(async () => {
+    const snapshot = await args.snapshotFile.read(args.shared);
+    return snapshot && { snapshot, index: indexFromSnapshot(snapshot) };
+  });
+  if (!read) return { index: await loader.fromTree(rootTree), rootTree, snapshotHead: null };
+  const { snapshot, index } = read;
   if (snapshot.head === head) return { index, rootTree, snapshotHead: head };
   const started = Date.now();
   try {

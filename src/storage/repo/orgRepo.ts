@@ -12,6 +12,7 @@ import { IndexSnapshotFile, SnapshotCadence } from './indexSnapshot.js';
 import { ItemIndex, type IndexEntry } from './itemIndex.js';
 import { contentPath, LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
 import { Lru } from '../../common/lru.js';
+import { SharedStrings } from '../../common/sharedStrings.js';
 import { ObjectReader } from './objectReader.js';
 import { RepackSchedule } from './repackSchedule.js';
 import type { SearchIndex } from '../search/searchIndex.js';
@@ -247,8 +248,10 @@ export class OrgRepo {
     const head = await readRef(this.fs, this.gitdir);
     const git = this.git;
     // Side by side: a history rebuilt from nothing streams from C git while the index is read here.
+    // Both name the same items: their ids and paths are one string each (SharedStrings, dropped after).
+    const shared = new SharedStrings();
     const [loaded, history] = await Promise.all([
-      loadIndex({ orgId: this.orgId, head, reader: this.reader, snapshotFile: this.snapshotFile, logger: this.logger }),
+      loadIndex({ orgId: this.orgId, head, reader: this.reader, snapshotFile: this.snapshotFile, logger: this.logger, shared }),
       HistoryLog.load({
         fs: this.fs,
         gitdir: this.gitdir,
@@ -256,6 +259,7 @@ export class OrgRepo {
         readCommit: (oid) => this.reader.commit(oid),
         ...(git ? { walk: (from: string) => git.firstParentLog(this.gitdir, from) } : {}),
         logger: this.logger,
+        shared,
       }),
     ]);
     // Swap in one step: a reload after a failed flush replaces everything at once.

@@ -123,6 +123,13 @@ export class SearchDb {
     return out;
   }
 
+  /** What one path was indexed from, by the `items` table's unique index on its path. */
+  row(path: string): IndexedItem | undefined {
+    // `all`, not `get`: see `snippet`.
+    const [row] = this.use('SELECT id, blob, need FROM items WHERE path = ?', (st) => st.all([path]));
+    return row ? { id: Number(row.id), blob: String(row.blob), need: Number(row.need) } : undefined;
+  }
+
   /** Runs `fn` in one transaction: all of it lands, or none. */
   transaction<T>(fn: () => T): T {
     this.begin();

@@ -1,46 +1,25 @@
 import { secondsSince, silentMetrics, type Metrics } from '../../common/metrics.js';
 import type { Logger } from '../../common/log.js';
 import type { DerivedView, PublishedBatch, StagedView, StagingBatch } from '../repo/derivedViews.js';
-import type { IndexEntry, IndexView } from '../repo/itemIndex.js';
-import type { FolderRule, ItemRecord } from '../repo/itemRecord.js';
-import { itemChanges } from '../repo/historyLog.js';
+import type { IndexEntry } from '../repo/itemIndex.js';
+import { changedPaths, updatesFor } from './batchChanges.js';
+import { catchUpRows, PROGRESS_EVERY, type CaughtUp } from './catchUp.js';
+import { IndexRows, type ReadNeed, type RowUpdate, type SearchSource } from './indexRows.js';
 import { matchExpression, pathMatchExpression, type SearchTerms } from './matchExpression.js';
 import { ReadGate } from './readGate.js';
-import { SearchDb, type IndexedItem } from './searchDb.js';
+import { SearchDb } from './searchDb.js';
+import { clip, prefixRange } from './searchHits.js';
 
-/** What the index reads of the repository: the live index, content, and the folder rules. */
-export interface SearchSource {
-  readonly headCommit: string | null;
-  entries(): Iterable<IndexEntry>;
-  get(path: string): IndexEntry | undefined;
-  folderRule(folder: string): FolderRule | undefined;
-  readContent(entry: Pick<IndexEntry, 'blobOid'>): Promise<string>;
-}
+export { clip, MAX_SNIPPET_CHARS } from './searchHits.js';
 
-/**
- * Who may read an item, as a small rank: the domain decides (inherit, folder
- * rules, defaults) and passes the function in; a query names the ranks its
- * caller may read.
- */
-export type ReadNeed = (record: ItemRecord, rules: Pick<SearchSource, 'folderRule'>) => number;
-
-/** One path's change in a batch: its live entry (none: gone), and the text to index when its content changed. */
-interface Update {
-  path: string;
-  entry: IndexEntry | undefined;
-  text?: string;
-}
+export { PROGRESS_EVERY } from './catchUp.js';
+export type { ReadNeed, SearchSource } from './indexRows.js';
 
 export interface SearchHit {
   entry: IndexEntry;
   score: number;
   snippet: string;
 }
-
-/** How much a start that rebuilds the index logs: a line every this many items. */
-export const PROGRESS_EVERY = 5_000;
-/** Items written per transaction while catching up (a crash loses at most this much of a rebuild). */
-const CATCH_UP_CHUNK = 500;
 
 /**
  * Staged batches between two checkpoints of the write-ahead log, each done while a pack is fsynced.
@@ -49,8 +28,6 @@ const CATCH_UP_CHUNK = 500;
  */
 const CHECKPOINT_EVERY = 16;
 
-/** The longest snippet handed out, in characters. */
-export const MAX_SNIPPET_CHARS = 300;
 
 /**
  * One organization's full-text index: which live items hold which words, and
@@ -70,15 +47,14 @@ export const MAX_SNIPPET_CHARS = 300;
  */
 export class SearchIndex implements DerivedView {
   readonly name = 'search index';
-  /** What the index holds, by path (the same as its `items` table, kept in memory to compare cheaply). */
-  private indexed = new Map<string, IndexedItem>();
+  private readonly rows: IndexRows;
   /** Set when a batch could not be applied, or while the catch-up started at open runs: the next query catches up first. */
   private stale = false;
   /** Batches that could not be applied, ever: a catch-up that saw one fail while it ran leaves the index stale. */
   private failedBatches = 0;
   private closed = false;
   /** The catch-up under way, if one is: `stage` declines meanwhile, and a second caller joins it. */
-  private catchingUp: Promise<{ written: number; removed: number; needs: number }> | null = null;
+  private catchingUp: Promise<CaughtUp> | null = null;
   /** Batches staged since the write-ahead log was last copied into the file. */
   private stagedSinceCheckpoint = 0;
   /** Closed while a staged transaction is open: queries (and catch-ups) wait. */
@@ -92,7 +68,9 @@ export class SearchIndex implements DerivedView {
     private readonly orgId: string,
     private readonly progressEvery: number,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    this.rows = new IndexRows(db, source, readNeed);
+  }
 
   static async open(args: {
     file: string;
@@ -120,7 +98,6 @@ export class SearchIndex implements DerivedView {
       db = SearchDb.open(file, logger);
     }
     const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY, args.metrics ?? silentMetrics);
-    index.indexed = db.indexed();
     if (db.head !== args.source.headCommit || !db.closedCleanly) {
       if (args.inBackground) index.catchUpInBackground();
       else await index.catchUp();
@@ -152,7 +129,7 @@ export class SearchIndex implements DerivedView {
    * must not count uncommitted ones), and batches published while it runs are applied after
    * their publish instead of staged (`stage` declines while `catchingUp`).
    */
-  async catchUp(): Promise<{ written: number; removed: number; needs: number }> {
+  async catchUp(): Promise<CaughtUp> {
     if (this.catchingUp) return this.catchingUp;
     while (this.gate.closed) await this.gate.idle();
     // From the gate found open to `catchingUp` set, nothing awaits: no stage can begin in between.
@@ -164,43 +141,11 @@ export class SearchIndex implements DerivedView {
     }
   }
 
-  private async catchUpNow(): Promise<{ written: number; removed: number; needs: number }> {
-    const started = Date.now();
+  private async catchUpNow(): Promise<CaughtUp> {
     const failedBefore = this.failedBatches;
-    const live = new Map<string, IndexEntry>();
-    for (const entry of this.source.entries()) if (entry.record.deletedAt === null) live.set(entry.record.path, entry);
-    const removed = [...this.indexed.keys()].filter((path) => !live.has(path));
-    const stale = [...live.values()].filter((e) => this.indexed.get(e.record.path)?.blob !== e.blobOid);
-    const every = this.progressEvery;
-    const building = stale.length > every;
-    if (building) this.logger.info('search index: building', { org: this.orgId, items: stale.length, of: live.size });
-    this.db.transaction(() => removed.forEach((path) => this.drop(path)));
-    for (let i = 0; i < stale.length; i += CATCH_UP_CHUNK) {
-      const chunk = stale.slice(i, i + CATCH_UP_CHUNK);
-      const texts = await Promise.all(chunk.map((e) => this.textOf(e)));
-      this.db.transaction(() =>
-        chunk.forEach((e, j) => {
-          // A batch published while the texts were read may have replaced this item: it has indexed the newer one.
-          if (this.source.get(e.record.path) === e) this.write(e, texts[j] as string);
-        }),
-      );
-      const done = i + chunk.length;
-      if (building && (Math.floor(done / every) > Math.floor(i / every) || done === stale.length)) {
-        this.logger.info('search index: building', { org: this.orgId, done, of: stale.length });
-      }
-    }
-    const needs = this.db.transaction(() => {
-      const n = this.refreshNeeds();
-      // The head the rows are at now: batches published meanwhile were applied by `published`.
-      this.db.setHead(this.source.headCommit);
-      return n;
-    });
+    const changed = await catchUpRows({ rows: this.rows, source: this.source, textOf: (e) => this.textOf(e), logger: this.logger, orgId: this.orgId, progressEvery: this.progressEvery });
     // A batch that failed while this ran may be in no row: stay stale, and the next query catches up again.
     this.stale = this.failedBatches !== failedBefore;
-    const changed = { written: stale.length, removed: removed.length, needs };
-    if (changed.written + changed.removed + changed.needs > 0) {
-      this.logger.info('search index caught up', { org: this.orgId, ...changed, ms: Date.now() - started });
-    }
     return changed;
   }
 
@@ -213,7 +158,7 @@ export class SearchIndex implements DerivedView {
   async stage(batch: StagingBatch): Promise<StagedView | null> {
     const { paths, rulesChanged } = changedPaths(batch);
     if (rulesChanged || this.catchingUp) return null;
-    const updates = await this.updatesFor(paths, batch.state, batch.written);
+    const updates = await updatesFor({ rows: this.rows, textOf: (e) => this.textOf(e), paths, state: batch.state, written: batch.written });
     // Checked again after the awaits, with nothing awaited from here to the gate's closing.
     if (!(await batch.diskBusy) || this.catchingUp) return null;
     // No transaction is open here: the one of the batch before was committed before this batch's publish began.
@@ -268,53 +213,27 @@ export class SearchIndex implements DerivedView {
   async published(batch: PublishedBatch): Promise<void> {
     try {
       const { paths, rulesChanged } = changedPaths(batch);
-      const updates = await this.updatesFor(paths, this.source, batch.written);
+      const updates = await updatesFor({ rows: this.rows, textOf: (e) => this.textOf(e), paths, state: this.source, written: batch.written });
       await this.gate.idle();
       this.db.transaction(() => {
         this.apply(updates, batch.head, this.source);
-        if (rulesChanged) this.refreshNeeds();
+        if (rulesChanged) this.rows.refreshNeeds();
       });
     } catch (err) {
       this.stale = true;
       this.failedBatches++;
-      // The in-memory copy may disagree with the rolled-back file: read it again at the catch-up.
-      this.indexed = this.db.indexed();
       throw err;
     }
   }
 
-  /** What each changed path becomes in `state`, with its text when its content changed. */
-  private async updatesFor(paths: Iterable<string>, state: Pick<IndexView, 'get'>, written: ReadonlyMap<string, string>): Promise<Update[]> {
-    const updates: Update[] = [];
-    for (const path of paths) {
-      const entry = state.get(path);
-      const live = entry && entry.record.deletedAt === null ? entry : undefined;
-      if (live && this.indexed.get(path)?.blob !== live.blobOid) {
-        updates.push({ path, entry: live, text: written.get(live.blobOid) ?? (await this.textOf(live)) });
-      } else {
-        updates.push({ path, entry: live });
-      }
-    }
-    return updates;
-  }
-
   /** Inside a transaction: the updates' rows, read ranks under `rules`, and the head they bring the index to. */
-  private apply(updates: readonly Update[], head: string, rules: Pick<SearchSource, 'folderRule'>): void {
-    for (const { path, entry, text } of updates) {
-      if (!entry) this.drop(path);
-      else if (text !== undefined) this.write(entry, text, rules);
-      else this.refreshNeed(entry, rules);
-    }
-    this.db.setHead(head);
+  private apply(updates: readonly RowUpdate[], head: string, rules: Pick<SearchSource, 'folderRule'>): void {
+    this.rows.apply(updates, head, rules);
   }
 
-  /** Rolls the open transaction back; the in-memory copy is read again from the file. */
+  /** Rolls the open transaction back (the rows live in the file alone, so nothing else is undone). */
   private undo(): void {
-    try {
-      this.db.rollback();
-    } finally {
-      this.indexed = this.db.indexed();
-    }
+    this.db.rollback();
   }
 
   /**
@@ -360,21 +279,7 @@ export class SearchIndex implements DerivedView {
 
   /** The paths where the index disagrees with the repository (for `verify`): none when it is in step. */
   differences(): string[] {
-    const problems: string[] = [];
-    const onDisk = this.db.indexed();
-    const live = new Set<string>();
-    for (const entry of this.source.entries()) {
-      if (entry.record.deletedAt !== null) continue;
-      const { path } = entry.record;
-      live.add(path);
-      const row = onDisk.get(path);
-      if (!row) problems.push(`search index: ${path} is missing`);
-      else if (row.blob !== entry.blobOid) problems.push(`search index: ${path} holds an older content`);
-      else if (row.need !== this.readNeed(entry.record, this.source)) problems.push(`search index: ${path} has a stale read permission`);
-    }
-    for (const path of onDisk.keys()) if (!live.has(path)) problems.push(`search index: ${path} is indexed but not a live item`);
-    if (this.db.head !== this.source.headCommit) problems.push(`search index: at ${this.db.head ?? 'no commit'}, the branch at ${this.source.headCommit ?? 'none'}`);
-    return problems;
+    return this.rows.differences();
   }
 
   close(): void {
@@ -382,70 +287,8 @@ export class SearchIndex implements DerivedView {
     this.db.close();
   }
 
-  private write(entry: IndexEntry, text: string, rules: Pick<SearchSource, 'folderRule'> = this.source): void {
-    const { path } = entry.record;
-    const need = this.readNeed(entry.record, rules);
-    const id = this.db.put({ path, blob: entry.blobOid, need, text, id: this.indexed.get(path)?.id });
-    this.indexed.set(path, { id, blob: entry.blobOid, need });
-  }
-
-  private drop(path: string): void {
-    const row = this.indexed.get(path);
-    if (!row) return;
-    this.db.remove(row.id);
-    this.indexed.delete(path);
-  }
-
-  private refreshNeed(entry: IndexEntry, rules: Pick<SearchSource, 'folderRule'> = this.source): boolean {
-    const row = this.indexed.get(entry.record.path);
-    if (!row) return false;
-    const need = this.readNeed(entry.record, rules);
-    if (need === row.need) return false;
-    this.db.setNeed(row.id, need);
-    row.need = need;
-    return true;
-  }
-
-  /** After a folder rule changed: every item whose read rank moved gets its new one. */
-  private refreshNeeds(): number {
-    let changed = 0;
-    for (const entry of this.source.entries()) if (entry.record.deletedAt === null && this.refreshNeed(entry)) changed++;
-    return changed;
-  }
-
   /** What is searched besides the path: the content, which for a file item is its extracted text (contract §7). */
   private async textOf(entry: IndexEntry): Promise<string> {
     return this.source.readContent(entry);
   }
-}
-
-/** The item paths a batch's commits changed, and whether one of them changed a folder rule. */
-function changedPaths(batch: Pick<PublishedBatch, 'commits'>): { paths: Set<string>; rulesChanged: boolean } {
-  const paths = new Set<string>();
-  let rulesChanged = false;
-  for (const commit of batch.commits) {
-    const items = itemChanges(commit);
-    // A folder rule's commit names no item.
-    if (items.length === 0) rulesChanged = true;
-    for (const item of items) {
-      paths.add(item.path);
-      // A move leaves its old path: dropped there, indexed at the new one.
-      if (item.from !== undefined) paths.add(item.from);
-    }
-  }
-  return { paths, rulesChanged };
-}
-
-/** The paths under a folder prefix ("a/b/") as a range of strings: [prefix, prefix with its last "/" raised by one). */
-function prefixRange(prefix: string): { from: string; to: string } {
-  return { from: prefix, to: `${prefix.slice(0, -1)}${String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)}` };
-}
-
-/** At most MAX_SNIPPET_CHARS characters, never cutting a marker pair in two. */
-export function clip(snippet: string): string {
-  if (snippet.length <= MAX_SNIPPET_CHARS) return snippet;
-  let out = snippet.slice(0, MAX_SNIPPET_CHARS - 1);
-  // An opened « whose » was cut off is closed, so the marks always pair up.
-  if (out.lastIndexOf('«') > out.lastIndexOf('»')) out = `${out.slice(0, MAX_SNIPPET_CHARS - 2)}»`;
-  return `${out}…`;
 }

@@ -325,6 +325,39 @@ describe('storage/historyLog', () => {
       expect(await entriesOf(log)).to.deep.equal(before);
     });
 
+    it('keeps the lines before a damaged one in the middle (not JSON, or two values on one line) and reads the rest from git', async () => {
+      await writeSome();
+      const before = await entriesOf(repo.history);
+      for (const damage of ['{"torn', '1,2']) {
+        const lines = logLines();
+        lines[6] = damage;
+        vol.writeFileSync(LOG, `${lines.join('\n')}\n`);
+        const spy = readCommitSpy(fs);
+        const log = await load(spy);
+        // Line 6 is commit 6 (line 0 is the header): it and every later commit are read again.
+        expect(spy.calls, damage).to.deep.equal(before.slice(5).map((e) => e.commitId).reverse());
+        expect(await entriesOf(log)).to.deep.equal(before);
+      }
+    });
+
+    it('read from its file, shares what its entries repeat: one author object per author, one change for a commit\'s first item', async () => {
+      await writeSome();
+      const several = await repo.write((v) => {
+        const scratch = v.scratch();
+        const items = [putIntent(scratch, 'x.md', 'x'), putIntent(scratch, 'y.md', 'y')] as ItemIntent[];
+        return { mutation: 'commit', items, summary: 'Several', author: AUTHOR, when: tick() };
+      });
+      const log = await load(readCommitSpy(fs));
+      const entries = log.after((await commitsOfMain(fs))[0]?.oid as string) as HistoryEntry[];
+      const authors = new Set(entries.map((e) => e.author));
+      expect([...authors].map((a) => a.email)).to.deep.equal([AUTHOR.email]);
+      const last = log.get(several.commitId as string);
+      expect(last?.item).to.equal(last?.items?.[0]);
+      // Each commit's parent is the entry before's own commit id (the file holds both).
+      entries.slice(1).forEach((e, i) => expect(e.parent).to.equal(entries[i]?.commitId));
+      expect(log.itemHistory('id:docs/guide.md').map((e) => e.item?.action)).to.deep.equal(['create', 'update', 'update', 'update']);
+    });
+
     it('stops trusting the file at a line that does not continue the chain', async () => {
       await writeSome();
       const before = await entriesOf(repo.history);

@@ -5,6 +5,9 @@ import type { IndexEntry } from '../../../src/storage/repo/itemIndex.js';
 import type { FolderRule } from '../../../src/storage/repo/itemRecord.js';
 import { OrgRepo } from '../../../src/storage/repo/orgRepo.js';
 import { OrgStore } from '../../../src/storage/repo/orgStore.js';
+import { IndexSnapshotFile } from '../../../src/storage/repo/indexSnapshot.js';
+import { silentLogger } from '../../../src/common/log.js';
+import { textRecord } from '../../support/records.js';
 import { INTENT_AUTHOR, moveIntent, putIntent } from '../../support/intents.js';
 import { PackReads } from '../../support/packReads.js';
 import { memoryFs } from '../../support/memfs.js';
@@ -126,6 +129,20 @@ describe('storage/indexSnapshot (memfs)', () => {
       await repo.close();
     });
   }
+
+  it('reads back every record as written, its repeated strings shared: authors, changed and unchanged times, deletions', async () => {
+    const file = new IndexSnapshotFile(fs, GITDIR, silentLogger);
+    const oid = (n: number): string => n.toString(16).padStart(40, '0');
+    const items: IndexEntry[] = [
+      { recordOid: oid(1), blobOid: oid(2), record: textRecord('a.md') },
+      { recordOid: oid(3), blobOid: oid(4), record: textRecord('b.md', { updatedAt: '2024-05-01T00:00:00.000Z', updatedBy: 'key_other000000000' }) },
+      { recordOid: oid(5), blobOid: oid(6), record: textRecord('c.md', { deletedAt: '2024-06-01T00:00:00.000Z', deletedBy: 'key_third000000000' }) },
+      { recordOid: oid(7), blobOid: oid(8), record: textRecord('d.md', { createdBy: 'key_other000000000', deletedAt: '2024-06-02T00:00:00.000Z', deletedBy: 'key_other000000000' }) },
+    ];
+    await file.write({ head: oid(9), tree: oid(10), items, rules: [rule('vault')] });
+    const read = await file.read();
+    expect(read).to.deep.equal({ head: oid(9), tree: oid(10), items, rules: [rule('vault')] });
+  });
 
   it('is saved again while the server runs, every 10,000 commits', async () => {
     const repo = await open();

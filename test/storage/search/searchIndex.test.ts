@@ -83,6 +83,34 @@ describe('storage/search: the index beside the repository', function () {
     expect(logged.filter((l) => l.msg.startsWith('search index'))).to.deep.equal([]);
   });
 
+  it('keeps no copy of its rows in memory: a reused index, its searches and writes read rows one by one from the file', async () => {
+    const first = open();
+    await put(first, 'a/one.md', 'apricot');
+    await put(first, 'a/two.md', 'blueberry');
+    await first.closeAll();
+    // Reading every row (the catch-up's pass, `verify`) is what a copy held for the server's life needed at each open.
+    const readAll = SearchDb.prototype.indexed;
+    let allRead = 0;
+    SearchDb.prototype.indexed = function (this: SearchDb) {
+      allRead++;
+      return readAll.call(this);
+    };
+    try {
+      const second = open();
+      expect(await found(second, 'apricot')).to.deep.equal(['a/one.md']);
+      await put(second, 'a/one.md', 'cranberry');
+      await put(second, 'a/three.md', 'damson');
+      await deleteItem({ repo: await repoOf(second), actor: ADMIN, path: 'a/two.md' });
+      expect(await found(second, 'cranberry')).to.deep.equal(['a/one.md']);
+      expect(await found(second, 'apricot')).to.deep.equal([]);
+      expect(await found(second, 'blueberry')).to.deep.equal([]);
+      expect(await found(second, 'damson')).to.deep.equal(['a/three.md']);
+      expect(allRead).to.equal(0);
+    } finally {
+      SearchDb.prototype.indexed = readAll;
+    }
+  });
+
   it('catches up with writes made while no index was kept (reads only what changed)', async () => {
     const first = open();
     await put(first, 'a/one.md', 'apricot');

@@ -137,8 +137,7 @@ describe('storage/search: a batch staged while its pack is fsynced', function ()
     const index = repo.search;
     if (!index) throw new Error('no search index');
     // Rows whose blob disagrees with the repository: the catch-up reads their texts again.
-    const rows = (index as unknown as { indexed: Map<string, { blob: string }> }).indexed;
-    for (const [path, row] of rows) if (path.startsWith('notes/n')) row.blob = '0'.repeat(40);
+    staleRows(index, 'notes/n');
     const catching = index.catchUp();
     await put('notes/e.md', 'elderberry');
     expect((await catching).written).to.equal(20);
@@ -153,11 +152,10 @@ describe('storage/search: a batch staged while its pack is fsynced', function ()
     if (!index) throw new Error('no search index');
     type Entry = { record: { path: string } };
     const inside = index as unknown as {
-      indexed: Map<string, { blob: string }>;
       apply: (...args: unknown[]) => void;
       textOf: (entry: Entry) => Promise<string>;
     };
-    for (const [path, row] of inside.indexed) if (path.startsWith('notes/m')) row.blob = '0'.repeat(40);
+    staleRows(index, 'notes/m');
     // The catch-up is held while it reads those texts, so the next batch is published while it runs.
     const textOf = inside.textOf.bind(index);
     let release = (): void => undefined;
@@ -203,3 +201,9 @@ describe('storage/search: a batch staged while its pack is fsynced', function ()
     expect(repo.search?.differences()).to.deep.equal([]);
   });
 });
+
+/** Makes the index's rows under `prefix` say they were built from another content, as an index file left behind would. */
+function staleRows(index: object, prefix: string): void {
+  const file = (index as { db: { db: { run(sql: string, values: unknown[]): unknown } } }).db.db;
+  file.run('UPDATE items SET blob = ? WHERE path >= ? AND path < ?', ['0'.repeat(40), prefix, `${prefix}\uffff`]);
+}
