@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import net from 'node:net';
 import { expect } from 'chai';
 import { createLogger } from '../../src/common/log.js';
@@ -28,6 +29,12 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** The niceness of `pid`, from /proc (Linux): the 19th field of its stat line. */
+function nicenessOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
 }
 
 /** The parent of `pid`, from /proc (Linux). */
@@ -80,6 +87,8 @@ describe('HTTP events: the fan-out process', function () {
     // A process of its own, started by the server (this test process here).
     expect(first).to.not.equal(process.pid);
     expect(parentOf(first as number)).to.equal(process.pid);
+    // At a lower priority than the server (niceness +10, at most 19): on busy cores the writers come first.
+    expect(nicenessOf(first as number)).to.equal(Math.min(19, getPriority() + 10));
 
     process.kill(first as number, 'SIGKILL');
     await a.waitForEnd();
