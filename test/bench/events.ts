@@ -14,7 +14,7 @@
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
-import { fork, type Serializable } from 'node:child_process';
+import { execFileSync, fork, type Serializable } from 'node:child_process';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -32,6 +32,11 @@ const TARGET = 0.05;
  * Niced, it still reads every event (the lag is measured), but yields the CPU to them. 0 (the default) leaves it be.
  */
 const LISTENERS_NICE = Number(process.env.LISTENERS_NICE ?? 0);
+/**
+ * `PIN=1`: the server and its fan-out process on CPU 0, this client and the listeners on CPU 1 (with taskset), so
+ * that what the listeners' own process costs the machine does not fall on the server's core.
+ */
+const PIN = process.env.PIN === '1';
 /** `PROFILE=1` profiles the server (cpuProfile.mjs), warm-up and both kinds of round included. */
 const PROFILES = join(process.cwd(), '.tmp', 'bench', 'profiles');
 
@@ -126,6 +131,12 @@ try {
   const profile: Record<string, string> = process.env.PROFILE ? { NODE_OPTIONS: `--import ${pathToFileURL(join(import.meta.dirname, 'cpuProfile.mjs')).href}`, CPU_PROFILE_DIR: PROFILES } : {};
   if (process.env.PROFILE) mkdirSync(PROFILES, { recursive: true });
   const server = await spawnServe(tmp.dir, 15_000, { KNOWLEDGE_EVENT_STREAMS_PER_KEY: String(LISTENERS + 10), KNOWLEDGE_RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn', ...profile });
+  if (PIN) {
+    // The server (and the fan-out process it forks at the first stream, which inherits this) on CPU 0; this
+    // client and the listeners' process (forked from it) on CPU 1, as `npm run bench` pins its load generator.
+    execFileSync('taskset', ['-a', '-cp', '0', String(server.pid)], { stdio: 'ignore' });
+    execFileSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' });
+  }
   const key = server.adminKey as string;
   let n = 0;
   const next = (): Promise<number> => put(server.url, key, `bench/f${n % 20}/item-${n % 200}.md`, `version ${n++}\n`);
@@ -193,7 +204,7 @@ try {
   );
   // On a 2-core machine the listeners' own parsing competes with the server: it is shown, so that a result skewed by it is seen.
   console.log(`other processes' CPU per PUT with ${LISTENERS} listeners: listeners process ${(cpu.listeners / withListeners.length).toFixed(2)} ms, this bench client ${(cpu.client / withListeners.length).toFixed(2)} ms`);
-  console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores; listeners' process niceness ${LISTENERS_NICE}`);
+  console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores; listeners' process niceness ${LISTENERS_NICE}${PIN ? '; pinned: server and fan-out on CPU 0, client and listeners on CPU 1' : ''}`);
   console.log(`fan-out lag (PUT answered -> last of ${LISTENERS} listeners has the event): p50 ${quantile(lags, 0.5).toFixed(1)} ms, p95 ${quantile(lags, 0.95).toFixed(1)} ms`);
   if (process.env.PROFILE) {
     process.kill(server.pid, 'SIGUSR2');
