@@ -1,5 +1,5 @@
 import { view } from '../domain/items.js';
-import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
+import type { IndexEntry } from '../storage/repo/itemIndex.js';
 import { Lru } from '../common/lru.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { formatEtag, itemEnvelope } from './presenters.js';
@@ -57,9 +57,10 @@ export class ItemAnswers {
   async of(orgId: string, repo: OrgRepo, entry: IndexEntry): Promise<ItemAnswer> {
     const kept = this.kept(orgId, entry);
     if (kept) return kept;
-    const body = JSON.stringify(itemEnvelope(orgId, await view(repo, entry, true)));
+    const item = await view(repo, entry, true);
+    const body = JSON.stringify(itemEnvelope(orgId, item));
     const bytes = Buffer.byteLength(body);
-    const etag = versionTag(entry);
+    const etag = item.etag;
     const answer: ItemAnswer = { orgId, etag, etagHeader: formatEtag(etag), body, bytes, lengthHeader: String(bytes) };
     this.answers.set(entry, answer);
     return answer;

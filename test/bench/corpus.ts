@@ -17,6 +17,8 @@
  * each query matches, so the report can say what spread of hits it measured.
  */
 
+import { random } from '../support/random.js';
+
 /** Words in the vocabulary, and Zipf's exponent over their ranks. */
 const VOCABULARY = 50_000;
 const ZIPF_S = 1.0;
@@ -27,18 +29,6 @@ const TOPIC_SHARE = 0.2;
 /** Rank bands for the queries: [from, to) in the vocabulary (0 is the most frequent word). */
 const BANDS = { common: [3, 60], mid: [60, 1_500], rare: [1_500, VOCABULARY] } as const;
 type Band = keyof typeof BANDS;
-
-/** mulberry32: a small, fast, seedable generator; floats in [0, 1). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const seedOf = (...parts: number[]): number => parts.reduce((h, p) => Math.imul(h ^ (p >>> 0), 0x01000193) >>> 0, 0x811c9dc5);
 

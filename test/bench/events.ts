@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ensureBuilt, killAllChildren, spawnServe } from '../support/child.js';
 import { tmpDir } from '../support/tmp.js';
+import { putItem } from './putRequest.js';
 
 const ROUNDS = Number(process.argv[2] ?? 6);
 const PUTS = Number(process.argv[3] ?? 100);
@@ -43,17 +44,12 @@ const PROFILES = join(process.cwd(), '.tmp', 'bench', 'profiles');
 /** One keep-alive connection for the PUTs, apart from the streams. */
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-function put(base: string, key: string, path: string, content: string): Promise<number> {
-  const body = JSON.stringify({ content });
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const req = http.request(`${base}/api/v1/knowledge/items/${path}`, { method: 'PUT', agent, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`PUT ${path}: ${res.statusCode}`))));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+/** One timed PUT on the shared connection: its latency in ms (any answer but 200 fails the bench). */
+async function put(base: string, key: string, path: string, content: string): Promise<number> {
+  const started = performance.now();
+  const status = await putItem({ url: base, key, path, content, agent });
+  if (status !== 200) throw new Error(`PUT ${path}: ${status}`);
+  return performance.now() - started;
 }
 
 /** The listeners, in their own process (see eventListeners.ts); `arrivals[i][k]`: when stream i got the k-th event. */
@@ -68,8 +64,12 @@ async function openListeners(base: string, key: string, count: number): Promise<
   if (LISTENERS_NICE !== 0) setPriority(child.pid as number, LISTENERS_NICE);
   const reply = <T>(send: unknown): Promise<T> =>
     new Promise((resolve, reject) => {
-      child.once('message', (m) => resolve(m as T));
-      child.once('exit', (code) => reject(new Error(`listeners exited with ${code}`)));
+      const exited = (code: number | null): void => reject(new Error(`listeners exited with ${code}`));
+      child.once('exit', exited);
+      child.once('message', (m) => {
+        child.off('exit', exited);
+        resolve(m as T);
+      });
       child.send(send as Serializable);
     });
   await reply<'ready'>({ open: { base, key, count } });

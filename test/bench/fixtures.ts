@@ -101,7 +101,7 @@ const iso = (seconds: number): string => new Date(seconds * 1000).toISOString();
 async function formatHash(corpus: boolean): Promise<string> {
   const h = createHash('sha256').update(String(FORMAT_VERSION));
   const files = [fileURLToPath(import.meta.url), join(ROOT, 'src/storage/repo/itemRecord.ts'), join(ROOT, 'src/storage/repo/commitMessage.ts')];
-  if (corpus) files.push(fileURLToPath(new URL('./corpus.ts', import.meta.url)));
+  if (corpus) files.push(fileURLToPath(new URL('./corpus.ts', import.meta.url)), join(ROOT, 'test/support/random.ts'));
   for (const file of files) {
     h.update(await readFile(file));
   }

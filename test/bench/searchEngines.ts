@@ -22,6 +22,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { random } from '../support/random.js';
 
 // The engines are loaded lazily with a CommonJS require (as in the script's original form), so that each child loads
 // only its own engine and loading it happens after the memory baseline; `--cold` times the module load too.
@@ -47,15 +48,6 @@ const HEAP_CAP_MB = Number(process.env.HEAP_CAP_MB ?? 4096);
 const DEFAULT_ENGINES = ['sqlite-full', 'sqlite-column', 'sqlite-wal-excl', 'minisearch', 'flexsearch', 'orama'];
 
 // ---------------------------------------------------------------- PRNG + corpus
-function mulberry32(a: number) {
-  return function () {
-    a |= 0;
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 function hash32(...xs: number[]) {
   let h = 2166136261 ^ SEED;
   for (const x of xs) {
@@ -89,7 +81,7 @@ interface Corpus { vocab: string[]; cdf: Float64Array; total: number }
 let _corpus: Corpus | null = null;
 function corpus(): Corpus {
   if (_corpus) return _corpus;
-  const rng = mulberry32(hash32(1));
+  const rng = random(hash32(1));
   const seen = new Set<string>();
   const pseudo: string[] = [];
   while (pseudo.length < VOCAB_SIZE - REAL_WORDS.length) {
@@ -144,7 +136,7 @@ function sentence(rng: () => number, min: number, max: number) {
   return ws.join(' ') + (rng() < 0.1 ? '?' : '.');
 }
 function genDoc(i: number, version = 0): Doc {
-  const rng = mulberry32(hash32(i, version, 7));
+  const rng = random(hash32(i, version, 7));
   const target = 1800 + Math.floor(rng() * 400);
   let body = `# ${sentence(rng, 3, 6).slice(0, -1)}\n\n`;
   while (body.length < target) {
@@ -169,7 +161,7 @@ function tokens(s: string) { return s.toLowerCase().split(/[^\p{L}\p{N}]+/u).fil
 interface Workload { and: [string, string][]; phrase: [string, string][]; prefix: string; updates: number[] }
 function workload(): Workload {
   const { vocab } = corpus();
-  const rng = mulberry32(hash32(99));
+  const rng = random(hash32(99));
   const pick = () => (rng() < 0.5 ? zipfWord(rng) : vocab[Math.floor(rng() * vocab.length)]!); // common-biased vs uniform (mostly rare)
   const and: [string, string][] = [];
   for (let q = 0; q < N_AND; q++) and.push([pick(), pick()]);
@@ -602,7 +594,7 @@ async function parent() {
     }
   }
   if (process.env.CRASH !== '0') {
-    const rng = mulberry32(hash32(1234));
+    const rng = random(hash32(1234));
     for (const mode of (process.env.CRASH_MODES ?? 'TRUNCATE,WAL-EXCL').split(',')) {
       for (let k = 0; k < Number(process.env.CRASH_RUNS ?? 5); k++) {
         for (const f2 of fs.readdirSync(DATA)) if (f2.startsWith('crash')) fs.rmSync(path.join(DATA, f2), { recursive: true, force: true });
