@@ -85,6 +85,52 @@ describe('LogBuffer (the server log destination)', () => {
     expect(writes.map(noTime)).to.deep.equal(direct.map(noTime));
   });
 
+  describe('a reader that stops reading (EAGAIN without end)', () => {
+    /** A destination that takes `accept` bytes, then reports a full pipe until `reading` is set again. */
+    function stalling(accept: number): { buffer: LogBuffer; out: string[]; attempts: () => number; read: () => void; waitedOn: () => boolean } {
+      const out: string[] = [];
+      let taken = 0;
+      let reading = false;
+      let attempts = 0;
+      let refusals = 0;
+      const writeSync = (_fd: number, bytes: Buffer, offset: number): number => {
+        attempts++;
+        const room = reading ? bytes.length - offset : Math.min(bytes.length - offset, accept - taken);
+        // 200 refusals in a row are a second at the 5 ms retry: a writer that waits without end is stopped here
+        // (as if the reader had gone), so the test fails instead of hanging.
+        if (room <= 0 && ++refusals > 200) throw Object.assign(new Error('EPIPE'), { code: 'EPIPE' });
+        if (room <= 0) throw Object.assign(new Error('EAGAIN'), { code: 'EAGAIN' });
+        refusals = 0;
+        taken += room;
+        out.push(bytes.subarray(offset, offset + room).toString('utf8'));
+        return room;
+      };
+      const buffer = new LogBuffer({ maxDelayMs: 60_000, maxStallMs: 20, writeSync });
+      return { buffer, out, attempts: () => attempts, read: () => (reading = true), waitedOn: () => refusals > 200 };
+    }
+
+    it('gives up on a batch after maxStallMs, drops later batches at once, and says what was lost when it reads again', () => {
+      const { buffer, out, attempts, read, waitedOn } = stalling(10);
+      buffer.write('first line is long\n');
+      buffer.flush();
+      expect(waitedOn(), 'the batch was waited on for more than maxStallMs').to.equal(false);
+      expect(out.join('')).to.equal('first line');
+      const before = attempts();
+      buffer.write('second\n');
+      buffer.flush();
+      expect(attempts() - before, 'a stalled reader is not waited for again').to.equal(1);
+      read();
+      buffer.write('third\n');
+      buffer.flush();
+      const lines = out.join('').split('\n');
+      expect(lines[0]).to.equal('first line');
+      const warning = JSON.parse(lines[1] as string) as { level: string; droppedBytes: number; msg: string };
+      expect(warning.level).to.equal('warn');
+      expect(warning.droppedBytes).to.equal('first line is long\n'.length - 10 + 'second\n'.length);
+      expect(lines.slice(2)).to.deep.equal(['third', '']);
+    });
+  });
+
   describe('in a process of its own (stderr)', function () {
     this.timeout(60_000);
 
