@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { Interrupt } from '../../common/interrupt.js';
 import { Waker } from '../../common/waker.js';
 import { chunkFrame, WALK_TURN, type EventChunk } from './eventChunks.js';
 import type { EventStreamSettings } from './streamLimits.js';
@@ -110,13 +111,13 @@ export async function serveEventStream(args: {
     socket.once('close', () => clearTimeout(linger));
   };
   const release = args.register(() => finish('server-stopping'));
-  let left: () => void = () => undefined;
-  // Resolves when the client goes: a turn or key check still on its way is then not waited for.
-  const clientGone = new Promise<null>((resolve) => (left = () => resolve(null)));
+  // Fires when the client goes: a turn or key check still on its way is then not waited for (the stream ends,
+  // and its slot is released, at once, not when a turn asked of the server comes back).
+  const clientGone = new Interrupt();
   const gone = (): void => {
     ended = true;
     waker.ring();
-    left();
+    clientGone.fire();
   };
   socket.on('close', gone);
   // A reset client is a client gone (the loop sees `ended`); the error itself is nobody's to handle.
@@ -133,7 +134,7 @@ export async function serveEventStream(args: {
   try {
     while (!ended) {
       waker.clear();
-      const valid = await unlessGone(source.keyValid(), clientGone);
+      const valid = await clientGone.race(source.keyValid());
       if (valid === false) {
         finish('key-revoked');
         break;
@@ -141,7 +142,7 @@ export async function serveEventStream(args: {
       // The events of one turn go out in one socket write: one write per listener per wake-up, not per commit.
       // An idle socket (every reader that keeps up) takes the turn shared by the streams alike at its commit.
       const idle = socket.writableLength === 0;
-      const turn = await unlessGone(source.turn(cursor, idle ? null : settings.bufferBytes - socket.writableLength, () => ended), clientGone);
+      const turn = await clientGone.race(source.turn(cursor, idle ? null : settings.bufferBytes - socket.writableLength, () => ended));
       // Ended meanwhile (client gone, server stopping): the turn is dropped, so `lastSent` names only what was written.
       if (ended || !turn) break;
       // One ready-framed Buffer shared by every stream of the turn (chunkFrame): one write call, no framing per stream.
@@ -173,14 +174,6 @@ const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 /** `bytes` as one HTTP/1.1 chunk when the body is chunked (what res.write would send), else as they are. */
 function frame(out: StreamSocket, bytes: Buffer): Buffer {
   return out.chunked ? Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n')]) : bytes;
-}
-
-/**
- * `work`'s result, or null as soon as the client is gone: its stream ends (and its slot is released) at once,
- * not when a turn asked of the server comes back. A late result, or failure, is dropped (the race handles it).
- */
-function unlessGone<T>(work: Promise<T>, clientGone: Promise<null>): Promise<T | null> {
-  return Promise.race([work, clientGone]);
 }
 
 /** True once the socket's buffer has drained, false after `ms` (or when the client went). */
