@@ -9,7 +9,7 @@
  * apart (the server's figure is then the writer's process alone).
  *
  * Run with `npx tsx test/bench/events.ts [rounds] [putsPerRound] [listeners]` (defaults 6, 100, 200);
- * `PROFILE=1` also writes the server's CPU profile into .tmp/bench/profiles/.
+ * `PROFILE=1` also writes the CPU profiles of the server and of its fan-out process into .tmp/bench/profiles/.
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
@@ -207,9 +207,11 @@ try {
   console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores; listeners' process niceness ${LISTENERS_NICE}${PIN ? '; pinned: server and fan-out on CPU 0, client and listeners on CPU 1' : ''}`);
   console.log(`fan-out lag (PUT answered -> last of ${LISTENERS} listeners has the event): p50 ${quantile(lags, 0.5).toFixed(1)} ms, p95 ${quantile(lags, 0.95).toFixed(1)} ms`);
   if (process.env.PROFILE) {
+    // The fan-out process inherits the preload (NODE_OPTIONS): its profile is written too.
     process.kill(server.pid, 'SIGUSR2');
+    if (fanOut !== undefined) process.kill(fanOut, 'SIGUSR2');
     await new Promise((r) => setTimeout(r, 2_000));
-    console.log(`CPU profile of the server written to ${PROFILES}`);
+    console.log(`CPU profiles of the server${fanOut === undefined ? '' : ` and of its fan-out process (pid ${fanOut})`} written to ${PROFILES}`);
   }
   await server.kill('SIGTERM');
 } finally {
