@@ -21,8 +21,24 @@ export interface StreamSource {
   turn(cursor: string | null, room: number | null, stop: () => boolean): Promise<EventChunk | null>;
   /** False once the key is revoked (asked after each wake-up). */
   keyValid(): Promise<boolean>;
-  /** Calls `wake` after each batch published on the organization's main, until the returned function is called. */
-  watch(wake: () => void): () => void;
+  /** True when keyValid() would answer true without asking (see KeyCheck.knownValid). */
+  keyKnownValid(): boolean;
+  /** Tells `waiter` of each batch published on the organization's main, until the returned function is called. */
+  watch(waiter: StreamWaiter): () => void;
+}
+
+/**
+ * A stream as the one who wakes it sees it. `wake` runs its loop, which walks on its own. A stream parked
+ * (its loop waiting for the next commit) with an idle socket and a key known valid can instead be handed
+ * the turn its loop would take, and write it with no turn of its loop at all: 200 streams woken alike cost
+ * 200 socket writes, not 200 loops' promises (see wakeParked).
+ */
+export interface StreamWaiter {
+  wake(): void;
+  /** Where the stream is parked, and the turn its loop would take there; undefined when it must be woken. */
+  parked(): { at: string | null; turn: Promise<EventChunk | null> } | undefined;
+  /** Writes `turn`, taken at `at`, as the loop would, and stays parked; false (nothing written) when it must be woken instead. */
+  take(turn: EventChunk, at: string | null): boolean;
 }
 
 /** The socket of a stream whose head is written (writeStreamHead), whether its body is chunked (HTTP/1.1), and how it ends. */
@@ -123,7 +139,26 @@ export async function serveEventStream(args: {
   // A reset client is a client gone (the loop sees `ended`); the error itself is nobody's to handle.
   socket.on('error', gone);
   if (socket.destroyed) gone();
-  const unwatch = source.watch(() => waker.ring());
+  /** True while the loop waits for the next commit (from the turn it last wrote, with nothing more to walk). */
+  let parked = false;
+  const write = (turn: EventChunk): void => {
+    // One ready-framed Buffer shared by every stream of the turn (chunkFrame): one write call, no framing per stream.
+    if (turn.bytes.length > 0) socket.write(out.chunked ? chunkFrame(turn) : turn.bytes);
+    if (turn.lastSent !== null) lastSent = turn.lastSent;
+    cursor = turn.cursor;
+  };
+  // Parked, the loop would do just this when woken: look at the key (known valid), take the shared turn of an
+  // idle socket, write it, and park again unless the turn says there is more (full, or WALK_TURN commits).
+  const parkedHere = (): boolean => parked && !ended && socket.writableLength === 0 && source.keyKnownValid();
+  const unwatch = source.watch({
+    wake: () => waker.ring(),
+    parked: () => (parkedHere() ? { at: cursor, turn: source.turn(cursor, null, () => ended) } : undefined),
+    take: (turn, at) => {
+      if (!parkedHere() || cursor !== at || turn.full || turn.walked === WALK_TURN) return false;
+      write(turn);
+      return true;
+    },
+  });
   const heartbeat = setInterval(() => {
     // Only on an idle socket: a comment queued behind unread events would only grow the buffer.
     if (!ended && socket.writableLength === 0) socket.write(out.chunked ? HEARTBEAT_CHUNK : HEARTBEAT);
@@ -145,16 +180,16 @@ export async function serveEventStream(args: {
       const turn = await clientGone.race(source.turn(cursor, idle ? null : settings.bufferBytes - socket.writableLength, () => ended));
       // Ended meanwhile (client gone, server stopping): the turn is dropped, so `lastSent` names only what was written.
       if (ended || !turn) break;
-      // One ready-framed Buffer shared by every stream of the turn (chunkFrame): one write call, no framing per stream.
-      if (turn.bytes.length > 0) socket.write(out.chunked ? chunkFrame(turn) : turn.bytes);
-      if (turn.lastSent !== null) lastSent = turn.lastSent;
-      cursor = turn.cursor;
+      write(turn);
       if (turn.full) {
         if (!(await drained(socket, settings.slowReaderMs))) finish('slow-reader');
         continue;
       }
       if (turn.walked === WALK_TURN) continue;
+      // Turns taken while parked (take) move `cursor` on: the next turn of the loop starts from there.
+      parked = true;
       await waker.wait();
+      parked = false;
     }
   } finally {
     clearInterval(heartbeat);
