@@ -1,49 +1,52 @@
 /**
  * The listeners of test/bench/events.ts, in a process of their own (forked with IPC): N Server-Sent Events
- * streams that note when each event came. Apart from the process that times the PUTs, so that parsing 200
- * streams never delays the timing client's own event loop: in use, listeners are other processes too.
+ * streams that note each event's id and when it came. Apart from the process that times the PUTs, so that
+ * reading 200 streams never delays the timing client's own event loop: in use, listeners are other processes too.
  *
- * Messages in: {open: {base, key, count}}, 'report', 'close'. Out: 'ready', {arrivals: number[][]}.
+ * Each stream is a raw TCP connection (net, not http.get): the request is written by hand, the answer's status
+ * line and `Transfer-Encoding: chunked` are checked, the chunks are unframed here, and the events are split on
+ * their blank line. Every event's id is kept, so the bench checks that each listener got every commit, once, in
+ * commit order. It stands for clients on other machines; http.get's parser and streams cost this process about
+ * as much CPU as the server's fan-out, on the same 2 cores as the server.
+ *
+ * Messages in: {open: {base, key, count}}, 'report', 'close'. Out: 'ready', {ids: string[][], arrivals: number[][]}.
  * Times are wall-clock milliseconds with sub-millisecond precision (performance.timeOrigin + now()),
  * comparable across the two processes.
  */
-import http from 'node:http';
+import net from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { SseBytes } from './sseBytes.js';
 
 const now = (): number => performance.timeOrigin + performance.now();
-/** Where an event starts: its `id:` line (after the previous event's blank line, or after `: connected`). */
-const EVENT_ID = Buffer.from('\nid: ');
-const streams: Array<{ req: http.ClientRequest; arrivals: number[] }> = [];
+const streams: Array<{ socket: net.Socket; reader: SseBytes }> = [];
 
 function listen(base: string, key: string): Promise<void> {
+  const url = new URL(`${base}/api/v1/knowledge/events`);
   return new Promise((resolve, reject) => {
-    const arrivals: number[] = [];
-    let tail = Buffer.alloc(0);
-    const req = http.get(`${base}/api/v1/knowledge/events`, { headers: { Authorization: `Bearer ${key}` } }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
-      // Events are counted on the raw bytes (an event's `id:` line; JSON escapes newlines, so data never holds
-      // one), not parsed: 200 streams' parsing would take this process's CPU from the server on 2 cores.
-      res.on('data', (chunk: Buffer) => {
-        const at = now();
-        const bytes = tail.length === 0 ? chunk : Buffer.concat([tail, chunk]);
-        for (let i = bytes.indexOf(EVENT_ID); i !== -1; i = bytes.indexOf(EVENT_ID, i + EVENT_ID.length)) arrivals.push(at);
-        // A line split between two chunks is found in the next one (the tail is shorter than the marker: no double count).
-        tail = Buffer.from(bytes.subarray(Math.max(0, bytes.length - (EVENT_ID.length - 1))));
-      });
-      res.once('data', () => {
-        streams.push({ req, arrivals });
-        resolve();
-      });
+    const reader = new SseBytes(() => {
+      streams.push({ socket, reader });
+      resolve();
     });
-    req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+    const socket = net.connect(Number(url.port), url.hostname, () => {
+      socket.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nAccept: text/event-stream\r\n\r\n`);
+    });
+    socket.on('data', (bytes: Buffer) => {
+      try {
+        reader.push(bytes, now());
+      } catch (err) {
+        reject(err as Error);
+        socket.destroy();
+      }
+    });
+    socket.on('error', (err) => (socket.destroyed && reader.started ? undefined : reject(err)));
   });
 }
 
 process.on('message', (message: unknown) => {
   if (message === 'report') {
-    process.send?.({ arrivals: streams.map((s) => s.arrivals) });
+    process.send?.({ ids: streams.map((s) => s.reader.ids), arrivals: streams.map((s) => s.reader.arrivals) });
   } else if (message === 'close') {
-    streams.forEach((s) => s.req.destroy());
+    streams.forEach((s) => s.socket.destroy());
     process.disconnect();
   } else if (typeof message === 'object' && message !== null && 'open' in message) {
     const { base, key, count } = (message as { open: { base: string; key: string; count: number } }).open;

@@ -3,13 +3,15 @@
  * child process, the 200 listeners in another (eventListeners.ts); this process alternates rounds of sequential PUTs with no listener and with 200 open
  * streams (each receiving every commit), and prints PUT p50/p95 for both and the fan-out lag (PUT answered
  * → the last of the 200 listeners has the event). Rounds alternate so that drift in a shared machine's
- * load falls on both sides alike.
+ * load falls on both sides alike. Each listener must get every commit of its round, once, in commit order
+ * (checked against main's log). A round with listeners is timed from the first commit every stream has got:
+ * the streams' opening (their handover to the fan-out process) is measured apart.
  *
  * The server writes the streams from a fan-out process of its own (README, Events): its CPU is measured
  * apart (the server's figure is then the writer's process alone).
  *
  * Run with `npx tsx test/bench/events.ts [rounds] [putsPerRound] [listeners]` (defaults 6, 100, 200);
- * `PROFILE=1` also writes the server's CPU profile into .tmp/bench/profiles/.
+ * `PROFILE=1` also writes the CPU profiles of the server and of its fan-out process into .tmp/bench/profiles/.
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
@@ -52,10 +54,16 @@ async function put(base: string, key: string, path: string, content: string): Pr
   return performance.now() - started;
 }
 
-/** The listeners, in their own process (see eventListeners.ts); `arrivals[i][k]`: when stream i got the k-th event. */
+/** What the listeners got: `ids[i][k]`, the id of stream i's k-th event, and `arrivals[i][k]`, when it came. */
+interface Received {
+  ids: string[][];
+  arrivals: number[][];
+}
+
+/** The listeners, in their own process (see eventListeners.ts). */
 interface Listeners {
   pid: number;
-  arrivals(): Promise<number[][]>;
+  received(): Promise<Received>;
   close(): Promise<void>;
 }
 
@@ -75,13 +83,24 @@ async function openListeners(base: string, key: string, count: number): Promise<
   await reply<'ready'>({ open: { base, key, count } });
   return {
     pid: child.pid as number,
-    arrivals: async () => (await reply<{ arrivals: number[][] }>('report')).arrivals,
+    received: () => reply<Received>('report'),
     close: () =>
       new Promise((resolve) => {
         child.once('exit', () => resolve());
         child.send('close');
       }),
   };
+}
+
+/** Waits until every listener has `count` events (or more: the caller checks), at most 10 s. */
+async function everyHas(listeners: Listeners, count: number): Promise<Received> {
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    const received = await listeners.received();
+    if (received.ids.every((ids) => ids.length >= count)) return received;
+    if (performance.now() > deadline) throw new Error(`listeners did not get ${count} events within 10 s: ${JSON.stringify(received.ids.map((a) => a.length).slice(0, 20))}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** The server's CPU time so far (user + system), in ms, from /proc (clock ticks of 10 ms). */
@@ -146,6 +165,8 @@ try {
   const lags: number[] = [];
   const cpu = { without: 0, with: 0, listeners: 0, client: 0, fanOut: 0, fanOutWithout: 0 };
   const sys = { without: 0, with: 0, fanOut: 0 };
+  const opened = { server: 0, fanOut: 0, fanOutRounds: 0 };
+  let chunks = 0;
   let fanOut: number | undefined;
   for (let round = 0; round < ROUNDS; round++) {
     let c0 = cpuMs(server.pid);
@@ -155,9 +176,20 @@ try {
     cpu.without += cpuMs(server.pid) - c0;
     sys.without += sysMs(server.pid) - s0;
     cpu.fanOutWithout += fanOutMs(fanOut).all - f0.all;
+    const o0 = { server: cpuMs(server.pid), fanOut: fanOutMs(fanOut).all, fanOutPid: fanOut };
     const listeners = await openListeners(server.url, key, LISTENERS);
     // Started with the first stream, and kept (unless it died, which would show as a new pid).
     fanOut = fanOutOf(server.pid);
+    // One commit, not timed, that every listener must get: then every stream has been handed to the fan-out
+    // process and stands at the head. What is timed below is the steady state the target is about (listeners
+    // connected, commits coming), not the opening of 200 streams, whose cost is measured here and printed apart.
+    await next();
+    await everyHas(listeners, 1);
+    opened.server += cpuMs(server.pid) - o0.server;
+    if (o0.fanOutPid !== undefined && o0.fanOutPid === fanOut) {
+      opened.fanOut += fanOutMs(fanOut).all - o0.fanOut;
+      opened.fanOutRounds += 1;
+    }
     const done: number[] = [];
     c0 = cpuMs(server.pid);
     s0 = sysMs(server.pid);
@@ -169,13 +201,7 @@ try {
       done.push(performance.timeOrigin + performance.now());
     }
     // Every listener must have every commit of the round (the figure is only worth something if they did).
-    const deadline = performance.now() + 10_000;
-    let arrivals = await listeners.arrivals();
-    while (arrivals.some((a) => a.length < PUTS)) {
-      if (performance.now() > deadline) throw new Error(`listeners did not get every event within 10 s: ${JSON.stringify(arrivals.map((a) => a.length).slice(0, 20))}`);
-      await new Promise((r) => setTimeout(r, 20));
-      arrivals = await listeners.arrivals();
-    }
+    const { ids, arrivals } = await everyHas(listeners, 1 + PUTS);
     cpu.with += cpuMs(server.pid) - c0;
     sys.with += sysMs(server.pid) - s0;
     const f1 = fanOutMs(fanOut);
@@ -183,8 +209,14 @@ try {
     sys.fanOut += f1.sys - f0.sys;
     cpu.listeners += cpuMs(listeners.pid) - l0;
     cpu.client += cpuMs(process.pid) - b0;
-    if (arrivals.some((a) => a.length !== PUTS)) throw new Error('a listener got an event twice');
-    done.forEach((at, k) => lags.push(Math.max(...arrivals.map((a) => (a[k] as number) - at))));
+    // ...each once, in commit order, and nothing else: the ids are the last commits of main, oldest first.
+    const commits = execFileSync('git', ['--git-dir', join(tmp.dir, 'orgs', 'default.git'), 'rev-list', '-n', String(1 + PUTS), 'main'], { encoding: 'utf8' }).trim().split('\n').reverse();
+    const wrong = ids.findIndex((got) => got.length !== commits.length || got.some((id, k) => id !== commits[k]));
+    if (wrong !== -1) throw new Error(`listener ${wrong} got ids ${JSON.stringify(ids[wrong])}, not the round's commits in order ${JSON.stringify(commits)}`);
+    // The stream writes (chunks) the listeners read: events that came in one read share their arrival time. The
+    // fan-out's cost per write does not depend on how many commits each wake-up carries, its cost per PUT does.
+    for (const a of arrivals) chunks += new Set(a.slice(1)).size;
+    done.forEach((at, k) => lags.push(Math.max(...arrivals.map((a) => (a[k + 1] as number) - at))));
     await listeners.close();
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -200,16 +232,23 @@ try {
   console.log(
     fanOut === undefined
       ? 'event fan-out process: none (this build writes the streams from the server process)'
-      : `event fan-out process (pid ${fanOut}) CPU per PUT: ${(cpu.fanOut / withListeners.length).toFixed(2)} ms with ${LISTENERS} listeners (${(sys.fanOut / withListeners.length).toFixed(2)} ms in the kernel), ${(cpu.fanOutWithout / without.length).toFixed(2)} ms with none`,
+      : `event fan-out process (pid ${fanOut}) CPU per PUT: ${(cpu.fanOut / withListeners.length).toFixed(2)} ms with ${LISTENERS} listeners (${(sys.fanOut / withListeners.length).toFixed(2)} ms in the kernel), ${(cpu.fanOutWithout / without.length).toFixed(2)} ms with none; ` +
+        `per stream write ${((cpu.fanOut * 1000) / chunks).toFixed(1)} µs (${(sys.fanOut * 1000 / chunks).toFixed(1)} µs in the kernel; ${(chunks / LISTENERS / withListeners.length).toFixed(2)} writes per stream per PUT)`,
+  );
+  console.log(
+    `opening ${LISTENERS} streams (not in the figures above): server CPU ${(opened.server / ROUNDS / LISTENERS).toFixed(3)} ms per stream` +
+      (opened.fanOutRounds > 0 ? `, fan-out process ${(opened.fanOut / opened.fanOutRounds / LISTENERS).toFixed(3)} ms per stream` : ''),
   );
   // On a 2-core machine the listeners' own parsing competes with the server: it is shown, so that a result skewed by it is seen.
   console.log(`other processes' CPU per PUT with ${LISTENERS} listeners: listeners process ${(cpu.listeners / withListeners.length).toFixed(2)} ms, this bench client ${(cpu.client / withListeners.length).toFixed(2)} ms`);
   console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores; listeners' process niceness ${LISTENERS_NICE}${PIN ? '; pinned: server and fan-out on CPU 0, client and listeners on CPU 1' : ''}`);
   console.log(`fan-out lag (PUT answered -> last of ${LISTENERS} listeners has the event): p50 ${quantile(lags, 0.5).toFixed(1)} ms, p95 ${quantile(lags, 0.95).toFixed(1)} ms`);
   if (process.env.PROFILE) {
+    // The fan-out process inherits the preload (NODE_OPTIONS): its profile is written too.
     process.kill(server.pid, 'SIGUSR2');
+    if (fanOut !== undefined) process.kill(fanOut, 'SIGUSR2');
     await new Promise((r) => setTimeout(r, 2_000));
-    console.log(`CPU profile of the server written to ${PROFILES}`);
+    console.log(`CPU profiles of the server${fanOut === undefined ? '' : ` and of its fan-out process (pid ${fanOut})`} written to ${PROFILES}`);
   }
   await server.kill('SIGTERM');
 } finally {

@@ -8,7 +8,7 @@ import { seenAs, type EventFeed } from '../../domain/events.js';
 import type { OrgRepo } from '../../storage/repo/orgRepo.js';
 import { walkChunk } from './eventChunks.js';
 import { settingsArgument, type FromFanOut, type ToFanOut } from './fanOutMessages.js';
-import { writeStreamHead } from './sseStream.js';
+import { writeStreamHead, type StreamSocket } from './sseStream.js';
 import type { HostedStream, StreamHost } from './streamHost.js';
 import type { EventStreamSettings } from './streamLimits.js';
 
@@ -50,6 +50,8 @@ export class ChildStreamHost implements StreamHost {
   private nextReq = 1;
   /** Sockets given to child.send whose message has not gone yet, and who waits for them (settle). */
   private readonly inFlight = new Set<number>();
+  /** Streams of `serve` not yet in flight (their head being written, or the fan-out process starting). */
+  private starting = 0;
   private sent: Array<() => void> = [];
   private readonly settling = new Map<number, () => void>();
   private closed = false;
@@ -57,8 +59,20 @@ export class ChildStreamHost implements StreamHost {
   constructor(private readonly deps: { feed: EventFeed; settings: EventStreamSettings; logger: Logger }) {}
 
   async serve(stream: HostedStream): Promise<void> {
-    const out = await writeStreamHead(stream.res, true);
-    const child = await this.running();
+    // On its way from now (settle waits for it): its head is written, and the fan-out process may still be starting.
+    this.starting += 1;
+    let out: StreamSocket;
+    let child: ChildProcess;
+    try {
+      out = await writeStreamHead(stream.res, true);
+      child = await this.running();
+    } catch (err) {
+      this.starting -= 1;
+      this.whenNoneOnTheWay();
+      throw err;
+    }
+    // In flight from below, in this same turn: settle goes on waiting for it.
+    this.starting -= 1;
     const { repo, actor } = stream;
     const id = this.nextId++;
     await new Promise<void>((resolve) => {
@@ -83,7 +97,9 @@ export class ChildStreamHost implements StreamHost {
   async settle(): Promise<void> {
     // Sockets still on their way go first: a message without one would overtake them (child_process sends
     // one socket at a time, each once the last is acknowledged), and their streams would not be counted yet.
-    while (this.inFlight.size > 0) await new Promise<void>((resolve) => this.sent.push(resolve));
+    // So do streams not yet sent: counted by the route, waiting for their head to be written or for the fan-out
+    // process to start (a client that closes its first streams at once and opens new ones: a 429 otherwise).
+    while (this.inFlight.size > 0 || this.starting > 0) await new Promise<void>((resolve) => this.sent.push(resolve));
     const child = this.child;
     if (!child?.connected) return;
     const req = this.nextReq++;
@@ -215,7 +231,11 @@ export class ChildStreamHost implements StreamHost {
   /** Stream `id`'s socket has gone to the fan-out process (or never will). */
   private gone(id: number): void {
     this.inFlight.delete(id);
-    if (this.inFlight.size === 0) for (const resolve of this.sent.splice(0)) resolve();
+    this.whenNoneOnTheWay();
+  }
+
+  private whenNoneOnTheWay(): void {
+    if (this.inFlight.size === 0 && this.starting === 0) for (const resolve of this.sent.splice(0)) resolve();
   }
 
   private settled(req: number): void {

@@ -2,13 +2,14 @@ import type { Socket } from 'node:net';
 import { TurnCache, type EventChunk } from './eventChunks.js';
 import { receivedChunk, type FromFanOut, type OpenStream, type ToFanOut } from './fanOutMessages.js';
 import { KeyCheck } from './keyCheck.js';
-import { handedSocket, serveEventStream } from './sseStream.js';
+import { handedSocket, serveEventStream, type StreamWaiter } from './sseStream.js';
 import type { EventStreamSettings } from './streamLimits.js';
+import { wakeParked } from './wakeParked.js';
 
 /** An organization as the fan-out process knows it: its head, and the streams to wake when it moves. */
 interface Org {
   head: string | null;
-  wakers: Set<() => void>;
+  waiters: Set<StreamWaiter>;
 }
 
 interface Pending {
@@ -51,10 +52,12 @@ export class FanOutStreams {
         return pending?.resolve(msg);
       }
       case 'settle':
-        // A client that went before the server sent this has its EOF (or reset) waiting beside this message: it is
-        // read in this turn of the event loop, its socket's 'close' comes in this turn's close phase, and the
-        // stream's `ended` right after. A timer runs after all that (the next turn), so `settled` follows them.
-        setTimeout(() => this.send({ type: 'settled', req: msg.req }), 0);
+        // A client that went before the server sent this has its EOF (or reset) waiting in the kernel. Its socket may
+        // have come with the message just before this one, not yet polled: its EOF is read in the next turn of the
+        // event loop's poll phase (the socket destroyed then, see open), its 'close' comes in that turn's close
+        // phase, and the stream's `ended` right after. `settled` is said in the check phase of the turn after that.
+        // (A timer of 0 ms came a turn too early whenever a millisecond had passed: a slot seen taken, a 429.)
+        afterTurns(3, () => this.send({ type: 'settled', req: msg.req }));
         return;
       case 'closing':
         this.closing = true;
@@ -74,6 +77,10 @@ export class FanOutStreams {
     });
     // Read (and drop) whatever the client sends, so that its going (EOF) is seen.
     socket.resume();
+    // Its EOF is its going: the socket is destroyed at once, so that its 'close' (and the stream's `ended`) comes in
+    // this turn of the event loop, before `settled` (see 'settle'). Left to itself, a socket first shuts its own side
+    // down, which completes a turn later or more: after the timer, on a busy machine (a slot seen taken, a 429).
+    socket.once('end', () => socket.destroy());
     // A reset client (EPIPE, ECONNRESET), also while an ended stream's last bytes linger: the socket goes, the
     // process stays (in the server process, the HTTP server's own handler does this).
     socket.on('error', () => socket.destroy());
@@ -99,9 +106,10 @@ export class FanOutStreams {
         turn: (cursor, room) =>
           room === null ? this.turns.get({ place: org, head: org.head, key: `${msg.view}\n\n${cursor}`, walk: () => ask(cursor, this.settings.bufferBytes) }) : ask(cursor, room),
         keyValid: () => key.valid(),
-        watch: (wake) => {
-          org.wakers.add(wake);
-          return () => org.wakers.delete(wake);
+        keyKnownValid: () => key.knownValid(),
+        watch: (waiter) => {
+          org.waiters.add(waiter);
+          return () => org.waiters.delete(waiter);
         },
       },
     })
@@ -119,12 +127,12 @@ export class FanOutStreams {
   private published(orgId: string, head: string | null): void {
     const org = this.orgOf(orgId);
     org.head = head;
-    for (const wake of [...org.wakers]) wake();
+    wakeParked([...org.waiters]);
   }
 
   private orgOf(orgId: string): Org {
     let org = this.orgs.get(orgId);
-    if (!org) this.orgs.set(orgId, (org = { head: null, wakers: new Set() }));
+    if (!org) this.orgs.set(orgId, (org = { head: null, waiters: new Set() }));
     return org;
   }
 
@@ -159,4 +167,9 @@ export class FanOutStreams {
   private idleWhenEmpty(): void {
     if (this.closing && this.sockets.size === 0) this.send({ type: 'idle' });
   }
+}
+
+/** Runs `fn` in the check phase (setImmediate) of the `turns`-th turn of the event loop from this one. */
+function afterTurns(turns: number, fn: () => void): void {
+  setImmediate(() => (turns > 1 ? afterTurns(turns - 1, fn) : fn()));
 }

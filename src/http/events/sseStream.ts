@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { Interrupt } from '../../common/interrupt.js';
 import { Waker } from '../../common/waker.js';
 import { chunkFrame, WALK_TURN, type EventChunk } from './eventChunks.js';
 import type { EventStreamSettings } from './streamLimits.js';
@@ -20,8 +21,24 @@ export interface StreamSource {
   turn(cursor: string | null, room: number | null, stop: () => boolean): Promise<EventChunk | null>;
   /** False once the key is revoked (asked after each wake-up). */
   keyValid(): Promise<boolean>;
-  /** Calls `wake` after each batch published on the organization's main, until the returned function is called. */
-  watch(wake: () => void): () => void;
+  /** True when keyValid() would answer true without asking (see KeyCheck.knownValid). */
+  keyKnownValid(): boolean;
+  /** Tells `waiter` of each batch published on the organization's main, until the returned function is called. */
+  watch(waiter: StreamWaiter): () => void;
+}
+
+/**
+ * A stream as the one who wakes it sees it. `wake` runs its loop, which walks on its own. A stream parked
+ * (its loop waiting for the next commit) with an idle socket and a key known valid can instead be handed
+ * the turn its loop would take, and write it with no turn of its loop at all: 200 streams woken alike cost
+ * 200 socket writes, not 200 loops' promises (see wakeParked).
+ */
+export interface StreamWaiter {
+  wake(): void;
+  /** Where the stream is parked, and the turn its loop would take there; undefined when it must be woken. */
+  parked(): { at: string | null; turn: Promise<EventChunk | null> } | undefined;
+  /** Writes `turn`, taken at `at`, as the loop would, and stays parked; false (nothing written) when it must be woken instead. */
+  take(turn: EventChunk, at: string | null): boolean;
 }
 
 /** The socket of a stream whose head is written (writeStreamHead), whether its body is chunked (HTTP/1.1), and how it ends. */
@@ -110,19 +127,38 @@ export async function serveEventStream(args: {
     socket.once('close', () => clearTimeout(linger));
   };
   const release = args.register(() => finish('server-stopping'));
-  let left: () => void = () => undefined;
-  // Resolves when the client goes: a turn or key check still on its way is then not waited for.
-  const clientGone = new Promise<null>((resolve) => (left = () => resolve(null)));
+  // Fires when the client goes: a turn or key check still on its way is then not waited for (the stream ends,
+  // and its slot is released, at once, not when a turn asked of the server comes back).
+  const clientGone = new Interrupt();
   const gone = (): void => {
     ended = true;
     waker.ring();
-    left();
+    clientGone.fire();
   };
   socket.on('close', gone);
   // A reset client is a client gone (the loop sees `ended`); the error itself is nobody's to handle.
   socket.on('error', gone);
   if (socket.destroyed) gone();
-  const unwatch = source.watch(() => waker.ring());
+  /** True while the loop waits for the next commit (from the turn it last wrote, with nothing more to walk). */
+  let parked = false;
+  const write = (turn: EventChunk): void => {
+    // One ready-framed Buffer shared by every stream of the turn (chunkFrame): one write call, no framing per stream.
+    if (turn.bytes.length > 0) socket.write(out.chunked ? chunkFrame(turn) : turn.bytes);
+    if (turn.lastSent !== null) lastSent = turn.lastSent;
+    cursor = turn.cursor;
+  };
+  // Parked, the loop would do just this when woken: look at the key (known valid), take the shared turn of an
+  // idle socket, write it, and park again unless the turn says there is more (full, or WALK_TURN commits).
+  const parkedHere = (): boolean => parked && !ended && socket.writableLength === 0 && source.keyKnownValid();
+  const unwatch = source.watch({
+    wake: () => waker.ring(),
+    parked: () => (parkedHere() ? { at: cursor, turn: source.turn(cursor, null, () => ended) } : undefined),
+    take: (turn, at) => {
+      if (!parkedHere() || cursor !== at || turn.full || turn.walked === WALK_TURN) return false;
+      write(turn);
+      return true;
+    },
+  });
   const heartbeat = setInterval(() => {
     // Only on an idle socket: a comment queued behind unread events would only grow the buffer.
     if (!ended && socket.writableLength === 0) socket.write(out.chunked ? HEARTBEAT_CHUNK : HEARTBEAT);
@@ -133,7 +169,7 @@ export async function serveEventStream(args: {
   try {
     while (!ended) {
       waker.clear();
-      const valid = await unlessGone(source.keyValid(), clientGone);
+      const valid = await clientGone.race(source.keyValid());
       if (valid === false) {
         finish('key-revoked');
         break;
@@ -141,19 +177,19 @@ export async function serveEventStream(args: {
       // The events of one turn go out in one socket write: one write per listener per wake-up, not per commit.
       // An idle socket (every reader that keeps up) takes the turn shared by the streams alike at its commit.
       const idle = socket.writableLength === 0;
-      const turn = await unlessGone(source.turn(cursor, idle ? null : settings.bufferBytes - socket.writableLength, () => ended), clientGone);
+      const turn = await clientGone.race(source.turn(cursor, idle ? null : settings.bufferBytes - socket.writableLength, () => ended));
       // Ended meanwhile (client gone, server stopping): the turn is dropped, so `lastSent` names only what was written.
       if (ended || !turn) break;
-      // One ready-framed Buffer shared by every stream of the turn (chunkFrame): one write call, no framing per stream.
-      if (turn.bytes.length > 0) socket.write(out.chunked ? chunkFrame(turn) : turn.bytes);
-      if (turn.lastSent !== null) lastSent = turn.lastSent;
-      cursor = turn.cursor;
+      write(turn);
       if (turn.full) {
         if (!(await drained(socket, settings.slowReaderMs))) finish('slow-reader');
         continue;
       }
       if (turn.walked === WALK_TURN) continue;
+      // Turns taken while parked (take) move `cursor` on: the next turn of the loop starts from there.
+      parked = true;
       await waker.wait();
+      parked = false;
     }
   } finally {
     clearInterval(heartbeat);
@@ -173,14 +209,6 @@ const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 /** `bytes` as one HTTP/1.1 chunk when the body is chunked (what res.write would send), else as they are. */
 function frame(out: StreamSocket, bytes: Buffer): Buffer {
   return out.chunked ? Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n')]) : bytes;
-}
-
-/**
- * `work`'s result, or null as soon as the client is gone: its stream ends (and its slot is released) at once,
- * not when a turn asked of the server comes back. A late result, or failure, is dropped (the race handles it).
- */
-function unlessGone<T>(work: Promise<T>, clientGone: Promise<null>): Promise<T | null> {
-  return Promise.race([work, clientGone]);
 }
 
 /** True once the socket's buffer has drained, false after `ms` (or when the client went). */

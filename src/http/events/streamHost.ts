@@ -56,7 +56,10 @@ export class LocalStreamHost implements StreamHost {
       source: {
         turn: (cursor, room, stop) => (room === null ? this.chunks.next({ repo, actor, cursor }) : walkChunk({ feed, repo, actor, cursor, room, stop })),
         keyValid: () => key.valid(),
-        watch: (wake) => feed.watch(repo, wake),
+        keyKnownValid: () => key.knownValid(),
+        // Each stream woken by the feed (a few per turn of the event loop), its loop walking: wakeParked is the
+        // fan-out process's, whose one message per wake-up wakes all of an organization's streams at once.
+        watch: (waiter) => feed.watch(repo, () => waiter.wake()),
       },
     });
   }
