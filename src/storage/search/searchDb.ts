@@ -48,8 +48,16 @@ const RANK = 'bm25(docs, 10.0, 1.0)';
  * of the process; what a power loss could damage is caught at the next open
  * (a file not closed cleanly is checked) and rebuilt.
  */
+/** Told of each transaction's end, to keep a copy of the rows in step (the in-memory RankIndex). */
+export interface TransactionFollower {
+  begin(): void;
+  commit(): void;
+  rollback(): void;
+}
+
 export class SearchDb {
   private readonly statements = new Map<string, Statement>();
+  private follower: TransactionFollower | undefined;
 
   private constructor(
     private readonly db: Database,
@@ -145,6 +153,12 @@ export class SearchDb {
 
   begin(): void {
     this.db.exec('BEGIN');
+    this.follower?.begin();
+  }
+
+  /** `follower` hears of every transaction from now on (one at most). */
+  follow(follower: TransactionFollower): void {
+    this.follower = follower;
   }
 
   /** Copies the write-ahead log into the file now, so that no COMMIT has to (SQLite does it at the COMMIT that fills 1,000 pages). */
@@ -154,11 +168,16 @@ export class SearchDb {
 
   commit(): void {
     this.db.exec('COMMIT');
+    this.follower?.commit();
   }
 
   /** Undoes the open transaction, if one is open (a failed COMMIT may have ended it already). */
   rollback(): void {
-    if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    try {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    } finally {
+      this.follower?.rollback();
+    }
   }
 
   /**
@@ -246,6 +265,18 @@ export class SearchDb {
     // `all`, not `get`: a statement left before its end stays active, and an active statement keeps a checkpoint from running.
     const [row] = this.use("SELECT snippet(docs, 1, '«', '»', '…', 32) AS s FROM docs WHERE docs MATCH ? AND rowid = ?", (st) => st.all([match, id]));
     return row ? String(row.s) : '';
+  }
+
+  /** A row's content as the index holds it (a lookup by rowid, no MATCH). */
+  body(id: number): string {
+    const [row] = this.use('SELECT body FROM docs WHERE rowid = ?', (st) => st.all([id]));
+    return row ? String(row.body) : '';
+  }
+
+  /** Up to `limit` rows after rowid `after`, in rowid order, with their content (to build a copy of the index). */
+  rowsAfter(after: number, limit: number): Array<{ id: number; path: string; need: number; body: string }> {
+    const rows = this.use('SELECT items.id AS id, items.path AS path, items.need AS need, docs.body AS body FROM items JOIN docs ON docs.rowid = items.id WHERE items.id > ? ORDER BY items.id LIMIT ?', (st) => st.all([after, limit]));
+    return rows.map((r) => ({ id: Number(r.id), path: String(r.path), need: Number(r.need), body: String(r.body) }));
   }
 
   /** SQLite's own consistency check of the file (pages, free list, indexes). */

@@ -6,6 +6,9 @@ import { changedPaths, updatesFor } from './batchChanges.js';
 import { catchUpRows, PROGRESS_EVERY, type CaughtUp } from './catchUp.js';
 import { IndexRows, type ReadNeed, type RowUpdate, type SearchSource } from './indexRows.js';
 import { matchExpression, pathMatchExpression, type SearchTerms } from './matchExpression.js';
+import { plainSearch, plainTerms } from './plainSearch.js';
+import { buildRankIndex } from './rankBuild.js';
+import { RankIndex } from './rankIndex.js';
 import { ReadGate } from './readGate.js';
 import { SearchDb } from './searchDb.js';
 import { clip, prefixRange } from './searchHits.js';
@@ -59,6 +62,9 @@ export class SearchIndex implements DerivedView {
   private stagedSinceCheckpoint = 0;
   /** Closed while a staged transaction is open: queries (and catch-ups) wait. */
   private readonly gate = new ReadGate();
+  /** The rows again, in memory: plain-word queries are ranked there once it is loaded (`rankReady`). */
+  private readonly rank = new RankIndex();
+  private rankReady = false;
 
   private constructor(
     private readonly db: SearchDb,
@@ -69,7 +75,8 @@ export class SearchIndex implements DerivedView {
     private readonly progressEvery: number,
     private readonly metrics: Metrics,
   ) {
-    this.rows = new IndexRows(db, source, readNeed);
+    db.follow(this.rank);
+    this.rows = new IndexRows(db, source, readNeed, this.rank);
   }
 
   static async open(args: {
@@ -102,7 +109,24 @@ export class SearchIndex implements DerivedView {
       if (args.inBackground) index.catchUpInBackground();
       else await index.catchUp();
     }
+    index.loadRankInBackground();
     return index;
+  }
+
+  /** Loads the in-memory ranking index from the file's rows; until it is loaded, every query goes to FTS5. */
+  private loadRankInBackground(): void {
+    const args = { db: this.db, rank: this.rank, gate: this.gate, stopped: () => this.closed, logger: this.logger, orgId: this.orgId, progressEvery: this.progressEvery };
+    buildRankIndex(args).then(
+      (done) => (this.rankReady = done),
+      (err: unknown) => {
+        if (!this.closed) this.logger.error('search ranking index: load failed; queries stay on FTS5', { org: this.orgId, error: String(err) });
+      },
+    );
+  }
+
+  /** Resolves once the in-memory ranking index serves queries (tests and benches wait for it). */
+  async rankLoaded(): Promise<void> {
+    while (!this.rankReady && !this.closed) await new Promise((resolve) => setTimeout(resolve, 5));
   }
 
   /**
@@ -257,6 +281,13 @@ export class SearchIndex implements DerivedView {
       if (this.gate.closed) await this.gate.idle();
       else await this.catchUp();
     }
+    const plain = this.rankReady && this.useRank ? plainTerms(args.terms) : null;
+    if (plain) {
+      const rows = plainSearch({ rank: this.rank, plain, needs: args.needs, ranges: args.prefixes?.map(prefixRange), limit: args.limit, offset: args.offset, body: (id) => this.db.body(id) });
+      const hits = this.hitsOf(rows);
+      this.metrics.search({ seconds: secondsSince(started) });
+      return hits;
+    }
     const match = matchExpression(args.terms);
     const rows = this.db.search({
       match,
@@ -266,16 +297,25 @@ export class SearchIndex implements DerivedView {
       limit: args.limit,
       offset: args.offset,
     });
+    const hits = this.hitsOf(rows.map((row) => ({ ...row, snippet: this.db.snippet(match, row.id) })));
+    this.metrics.search({ seconds: secondsSince(started) });
+    return hits;
+  }
+
+  /** The rows as hits: each with its live item, its score rounded, its snippet clipped. */
+  private hitsOf(rows: ReadonlyArray<{ path: string; score: number; snippet: string }>): SearchHit[] {
     const hits: SearchHit[] = [];
     for (const row of rows) {
       const entry = this.source.get(row.path);
       // The index and the repository change together; a row without a live item would be a bug, never shown.
       if (!entry || entry.record.deletedAt !== null) continue;
-      hits.push({ entry, score: Math.round(row.score * 1e6) / 1e6, snippet: clip(this.db.snippet(match, row.id)) });
+      hits.push({ entry, score: Math.round(row.score * 1e6) / 1e6, snippet: clip(row.snippet) });
     }
-    this.metrics.search({ seconds: secondsSince(started) });
     return hits;
   }
+
+  /** False: every query goes to FTS5 (the differential test and the bench's before figure switch it). */
+  useRank = true;
 
   /** The paths where the index disagrees with the repository (for `verify`): none when it is in step. */
   differences(): string[] {

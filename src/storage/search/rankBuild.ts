@@ -1,0 +1,45 @@
+import type { Logger } from '../../common/log.js';
+import type { RankIndex } from './rankIndex.js';
+import type { ReadGate } from './readGate.js';
+import type { SearchDb } from './searchDb.js';
+
+/** Rows read from the file per step of the build (each step is synchronous; the event loop runs between). */
+const BUILD_CHUNK = 500;
+
+/**
+ * Fills the in-memory ranking index from the FTS5 file's rows (their stored content: no repository
+ * reads), in steps while the server serves; queries use FTS5 until it ends. Writes meanwhile reach the
+ * copy through IndexRows as usual: a path the copy already holds was written since, and its row read
+ * here is older or the same, so it is skipped. A step never runs while a staged transaction is open (the
+ * file would show its uncommitted rows). Returns false when stopped (`stopped` became true).
+ */
+export async function buildRankIndex(args: {
+  db: SearchDb;
+  rank: RankIndex;
+  gate: ReadGate;
+  stopped: () => boolean;
+  logger: Logger;
+  orgId: string;
+  progressEvery: number;
+}): Promise<boolean> {
+  const { db, rank, gate, logger, orgId, progressEvery } = args;
+  const started = Date.now();
+  let after = 0;
+  let read = 0;
+  for (;;) {
+    while (gate.closed) await gate.idle();
+    if (args.stopped()) return false;
+    const rows = db.rowsAfter(after, BUILD_CHUNK);
+    if (rows.length === 0) break;
+    for (const row of rows) {
+      after = row.id;
+      if (!rank.has(row.path)) rank.put({ path: row.path, text: row.body, need: row.need, rowid: row.id });
+    }
+    const before = read;
+    read += rows.length;
+    if (Math.floor(read / progressEvery) > Math.floor(before / progressEvery)) logger.info('search ranking index: loading', { org: orgId, rows: read });
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  logger.info('search ranking index ready', { org: orgId, rows: read, ms: Date.now() - started, mib: Math.round(rank.bytes / 2 ** 20) });
+  return true;
+}

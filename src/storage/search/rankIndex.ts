@@ -1,0 +1,226 @@
+import { PostingPool } from './postingPool.js';
+import { indexedText, tokenize } from './unicode61.js';
+
+/** The read rank of a document that no longer exists (a replaced or removed item). */
+export const DEAD = 255;
+
+/** One term's live postings, decoded for a query: documents in increasing order, and the counts. */
+export interface DecodedTerm {
+  docs: Int32Array;
+  body: Int32Array;
+  path: Int32Array;
+  /** How many (the arrays are longer). */
+  n: number;
+}
+
+type Undo = () => void;
+
+/**
+ * The in-memory twin of the FTS5 table `docs`: per term, the documents holding it (postingPool.ts), and
+ * per document its path, read rank, token count and FTS5 rowid, so that the common queries (plain words)
+ * are ranked here exactly as `bm25(docs, 10.0, 1.0)` ranks them (rankQuery.ts), without SQLite.
+ *
+ * Documents are numbered in the order they are written, never reused: a changed item is a new document
+ * and the old one is marked DEAD, so every list only ever grows at its end and stays sorted. Dead
+ * postings are skipped when a list is read (and counted as garbage, for `garbageShare`).
+ *
+ * Every change is journalled while a transaction of the SQLite file is open and undone with it (`rollback`),
+ * so the two always hold the same rows; `commit` forgets the journal.
+ */
+export class RankIndex {
+  private readonly pool = new PostingPool();
+  private readonly terms = new Map<string, number>();
+  /** Per term: its first block, and where its last posting ends; the last document it holds. */
+  private head = new Int32Array(1024);
+  private tail = new Float64Array(1024);
+  private lastDoc = new Int32Array(1024);
+
+  private paths: string[] = [];
+  private needs = new Uint8Array(1024);
+  private lengths = new Uint32Array(1024);
+  private rowids = new Int32Array(1024);
+  private postingCounts = new Uint32Array(1024);
+  private readonly byPath = new Map<string, number>();
+  private docs = 0;
+
+  /** Live documents and their tokens, FTS5's row count and total size. */
+  liveDocs = 0;
+  liveTokens = 0;
+  private livePostings = 0;
+  private deadPostings = 0;
+
+  private journal: Undo[] = [];
+  private inTransaction = false;
+
+  /** Adds or replaces the document of `path`. */
+  put(args: { path: string; text: string; need: number; rowid: number }): void {
+    this.remove(args.path);
+    const doc = this.docs++;
+    this.grow(doc);
+    const counts = new Map<string, number>();
+    // Path tokens count 1 << 20 each, body tokens 1: one number carries both counts.
+    const pathTokens = tokenize(indexedText(args.path), (term) => counts.set(term, (counts.get(term) ?? 0) + (1 << 20)));
+    const bodyTokens = tokenize(indexedText(args.text), (term) => counts.set(term, (counts.get(term) ?? 0) + 1));
+    for (const [term, count] of counts) this.append(term, doc, count % (1 << 20), Math.floor(count / (1 << 20)));
+    this.paths[doc] = args.path;
+    this.needs[doc] = args.need;
+    this.lengths[doc] = pathTokens + bodyTokens;
+    this.rowids[doc] = args.rowid;
+    this.postingCounts[doc] = counts.size;
+    this.deadPostings += counts.size;
+    this.revive(doc, args.need);
+    this.record(() => this.kill(doc));
+  }
+
+  /** Removes the document of `path`, if there is one. */
+  remove(path: string): void {
+    const doc = this.byPath.get(path);
+    if (doc === undefined) return;
+    const need = this.needs[doc] as number;
+    this.kill(doc);
+    this.record(() => this.revive(doc, need));
+  }
+
+  setNeed(path: string, need: number): void {
+    const doc = this.byPath.get(path);
+    if (doc === undefined) return;
+    const before = this.needs[doc] as number;
+    this.needs[doc] = need;
+    this.record(() => (this.needs[doc] = before));
+  }
+
+  has(path: string): boolean {
+    return this.byPath.has(path);
+  }
+
+  /** A SQLite transaction began: changes are journalled until it ends. */
+  begin(): void {
+    this.journal = [];
+    this.inTransaction = true;
+  }
+
+  /** The SQLite transaction committed: its changes stay. */
+  commit(): void {
+    this.journal = [];
+    this.inTransaction = false;
+  }
+
+  /** The SQLite transaction rolled back: so are its changes here, newest first. */
+  rollback(): void {
+    for (let i = this.journal.length - 1; i >= 0; i--) (this.journal[i] as Undo)();
+    this.journal = [];
+    this.inTransaction = false;
+  }
+
+  private record(undo: Undo): void {
+    if (this.inTransaction) this.journal.push(undo);
+  }
+
+  /** The term's live postings into `into` (grown as needed); undefined when no document ever held it. */
+  decode(term: string, into: DecodedTerm): DecodedTerm | undefined {
+    const id = this.terms.get(term);
+    if (id === undefined) return undefined;
+    let out = into;
+    let n = 0;
+    const needs = this.needs;
+    this.pool.read(this.head[id] as number, (doc, body, path) => {
+      if (needs[doc] === DEAD) return;
+      if (n === out.docs.length) out = grownDecoded(out);
+      out.docs[n] = doc;
+      out.body[n] = body;
+      out.path[n] = path;
+      n++;
+    });
+    out.n = n;
+    return out;
+  }
+
+  path(doc: number): string {
+    return this.paths[doc] as string;
+  }
+
+  need(doc: number): number {
+    return this.needs[doc] as number;
+  }
+
+  length(doc: number): number {
+    return this.lengths[doc] as number;
+  }
+
+  rowid(doc: number): number {
+    return this.rowids[doc] as number;
+  }
+
+  /** Share of the postings that belong to dead documents (memory a rebuild would give back). */
+  get garbageShare(): number {
+    const all = this.livePostings + this.deadPostings;
+    return all === 0 ? 0 : this.deadPostings / all;
+  }
+
+  /** Bytes of the typed arrays (the pool and the per-term and per-document arrays); strings and maps not counted. */
+  get bytes(): number {
+    return this.pool.bytes + this.head.byteLength + this.tail.byteLength + this.lastDoc.byteLength + this.needs.byteLength + this.lengths.byteLength + this.rowids.byteLength + this.postingCounts.byteLength;
+  }
+
+  private kill(doc: number): void {
+    this.byPath.delete(this.paths[doc] as string);
+    this.needs[doc] = DEAD;
+    this.liveDocs--;
+    this.liveTokens -= this.lengths[doc] as number;
+    this.livePostings -= this.postingCounts[doc] as number;
+    this.deadPostings += this.postingCounts[doc] as number;
+  }
+
+  /** Makes a dead document live (a new one is written dead, then revived). */
+  private revive(doc: number, need: number): void {
+    this.byPath.set(this.paths[doc] as string, doc);
+    this.needs[doc] = need;
+    this.liveDocs++;
+    this.liveTokens += this.lengths[doc] as number;
+    this.livePostings += this.postingCounts[doc] as number;
+    this.deadPostings -= this.postingCounts[doc] as number;
+  }
+
+  private append(term: string, doc: number, body: number, path: number): void {
+    let id = this.terms.get(term);
+    if (id === undefined) {
+      id = this.terms.size;
+      this.terms.set(term, id);
+      if (id === this.head.length) {
+        this.head = grow(this.head);
+        this.tail = grow(this.tail);
+        this.lastDoc = grow(this.lastDoc);
+      }
+      const block = this.pool.allocate();
+      this.head[id] = block;
+      this.tail[id] = PostingPool.start(block);
+      this.lastDoc[id] = -1;
+    }
+    const gap = doc - (this.lastDoc[id] as number);
+    this.tail[id] = this.pool.append(this.tail[id] as number, gap, body, path);
+    this.lastDoc[id] = doc;
+  }
+
+  private grow(doc: number): void {
+    if (doc < this.needs.length) return;
+    this.needs = grow(this.needs);
+    this.lengths = grow(this.lengths);
+    this.rowids = grow(this.rowids);
+    this.postingCounts = grow(this.postingCounts);
+  }
+}
+
+function grow<T extends Uint8Array | Int32Array | Uint32Array | Float64Array>(a: T): T {
+  const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+  b.set(a);
+  return b;
+}
+
+function grownDecoded(d: DecodedTerm): DecodedTerm {
+  return { docs: grow(d.docs), body: grow(d.body), path: grow(d.path), n: d.n };
+}
+
+/** Scratch space for one decoded term. */
+export function decodedTerm(): DecodedTerm {
+  return { docs: new Int32Array(1024), body: new Int32Array(1024), path: new Int32Array(1024), n: 0 };
+}
