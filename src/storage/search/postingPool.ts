@@ -67,47 +67,63 @@ export class PostingPool {
   }
 
   /**
-   * Reads the list starting at `block`, calling `each` for every posting (document, body count, path
-   * count). Documents come back in increasing order.
+   * Decodes the list starting at `block` into the arrays (room for every posting, dead ones included,
+   * is the caller's), skipping documents whose `needs` entry is `dead`; returns how many it wrote.
+   * Documents come out in increasing order. One tight loop (no callback per posting): this is most
+   * of a query's time.
    */
-  read(block: number, each: (doc: number, body: number, path: number) => void): void {
+  decode(block: number, docs: Int32Array, bodies: Int32Array, paths: Int32Array, needs: Uint8Array, dead: number): number {
+    let n = 0;
     // A list's first gap counts from -1 (document 0 is a gap of 1: no posting starts with a 0 byte).
     let doc = -1;
+    const pages = this.pages;
     while (block !== 0) {
-      const page = this.pages[block >>> 14] as Uint8Array;
+      const page = pages[block >>> 14] as Uint8Array;
       const base = (block & (PAGE_BLOCKS - 1)) << BLOCK_SHIFT;
       const end = base + BLOCK;
       let i = base + HEADER;
-      while (i < end && page[i] !== 0) {
-        let v = 0;
-        let shift = 0;
-        let b: number;
-        do {
+      while (i < end) {
+        let b = page[i] as number;
+        if (b === 0) break;
+        // Varints of up to four bytes (28 bits) are read with integer operations; longer ones do not occur
+        // below 2^28 documents or tokens of one term in one document.
+        let v = b & 0x7f;
+        let shift = 7;
+        i++;
+        while (b & 0x80) {
           b = page[i++] as number;
-          v += (b & 0x7f) * 2 ** shift;
+          v |= (b & 0x7f) << shift;
           shift += 7;
-        } while (b & 0x80);
-        doc += v;
-        v = 0;
-        shift = 0;
-        do {
-          b = page[i++] as number;
-          v += (b & 0x7f) * 2 ** shift;
-          shift += 7;
-        } while (b & 0x80);
-        let path = 0;
-        if (v % 2 === 1) {
-          shift = 0;
-          do {
-            b = page[i++] as number;
-            path += (b & 0x7f) * 2 ** shift;
-            shift += 7;
-          } while (b & 0x80);
         }
-        each(doc, Math.floor(v / 2), path);
+        doc += v;
+        b = page[i++] as number;
+        v = b & 0x7f;
+        shift = 7;
+        while (b & 0x80) {
+          b = page[i++] as number;
+          v |= (b & 0x7f) << shift;
+          shift += 7;
+        }
+        let path = 0;
+        if (v & 1) {
+          b = page[i++] as number;
+          path = b & 0x7f;
+          shift = 7;
+          while (b & 0x80) {
+            b = page[i++] as number;
+            path |= (b & 0x7f) << shift;
+            shift += 7;
+          }
+        }
+        if (needs[doc] === dead) continue;
+        docs[n] = doc;
+        bodies[n] = v >>> 1;
+        paths[n] = path;
+        n++;
       }
-      block = ((page[base] as number) | ((page[base + 1] as number) << 8) | ((page[base + 2] as number) << 16)) + (page[base + 3] as number) * 2 ** 24;
+      block = (page[base] as number) | ((page[base + 1] as number) << 8) | ((page[base + 2] as number) << 16) | ((page[base + 3] as number) << 24);
     }
+    return n;
   }
 }
 

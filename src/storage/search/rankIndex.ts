@@ -15,6 +15,13 @@ export interface DecodedTerm {
 
 type Undo = () => void;
 
+/** Told of each transaction of the SQLite file, to keep a copy of its rows in step (SearchDb.follow). */
+export interface TransactionFollower {
+  begin(): void;
+  commit(): void;
+  rollback(): void;
+}
+
 /**
  * The in-memory twin of the FTS5 table `docs`: per term, the documents holding it (postingPool.ts), and
  * per document its path, read rank, token count and FTS5 rowid, so that the common queries (plain words)
@@ -27,13 +34,15 @@ type Undo = () => void;
  * Every change is journalled while a transaction of the SQLite file is open and undone with it (`rollback`),
  * so the two always hold the same rows; `commit` forgets the journal.
  */
-export class RankIndex {
+export class RankIndex implements TransactionFollower {
   private readonly pool = new PostingPool();
   private readonly terms = new Map<string, number>();
   /** Per term: its first block, and where its last posting ends; the last document it holds. */
   private head = new Int32Array(1024);
   private tail = new Float64Array(1024);
   private lastDoc = new Int32Array(1024);
+  /** Postings written, dead ones included (the room a decode needs). */
+  private postings = new Int32Array(1024);
 
   private paths: string[] = [];
   private needs = new Uint8Array(1024);
@@ -116,22 +125,13 @@ export class RankIndex {
     if (this.inTransaction) this.journal.push(undo);
   }
 
-  /** The term's live postings into `into` (grown as needed); undefined when no document ever held it. */
+  /** The term's live postings into `into` (or a larger copy of it); undefined when no document ever held it. */
   decode(term: string, into: DecodedTerm): DecodedTerm | undefined {
     const id = this.terms.get(term);
     if (id === undefined) return undefined;
-    let out = into;
-    let n = 0;
-    const needs = this.needs;
-    this.pool.read(this.head[id] as number, (doc, body, path) => {
-      if (needs[doc] === DEAD) return;
-      if (n === out.docs.length) out = grownDecoded(out);
-      out.docs[n] = doc;
-      out.body[n] = body;
-      out.path[n] = path;
-      n++;
-    });
-    out.n = n;
+    const all = this.postings[id] as number;
+    const out = all <= into.docs.length ? into : sizedDecoded(all);
+    out.n = this.pool.decode(this.head[id] as number, out.docs, out.body, out.path, this.needs, DEAD);
     return out;
   }
 
@@ -159,7 +159,7 @@ export class RankIndex {
 
   /** Bytes of the typed arrays (the pool and the per-term and per-document arrays); strings and maps not counted. */
   get bytes(): number {
-    return this.pool.bytes + this.head.byteLength + this.tail.byteLength + this.lastDoc.byteLength + this.needs.byteLength + this.lengths.byteLength + this.rowids.byteLength + this.postingCounts.byteLength;
+    return this.pool.bytes + this.postings.byteLength + this.head.byteLength + this.tail.byteLength + this.lastDoc.byteLength + this.needs.byteLength + this.lengths.byteLength + this.rowids.byteLength + this.postingCounts.byteLength;
   }
 
   private kill(doc: number): void {
@@ -190,6 +190,7 @@ export class RankIndex {
         this.head = grow(this.head);
         this.tail = grow(this.tail);
         this.lastDoc = grow(this.lastDoc);
+        this.postings = grow(this.postings);
       }
       const block = this.pool.allocate();
       this.head[id] = block;
@@ -199,6 +200,7 @@ export class RankIndex {
     const gap = doc - (this.lastDoc[id] as number);
     this.tail[id] = this.pool.append(this.tail[id] as number, gap, body, path);
     this.lastDoc[id] = doc;
+    this.postings[id] = (this.postings[id] as number) + 1;
   }
 
   private grow(doc: number): void {
@@ -216,8 +218,9 @@ function grow<T extends Uint8Array | Int32Array | Uint32Array | Float64Array>(a:
   return b;
 }
 
-function grownDecoded(d: DecodedTerm): DecodedTerm {
-  return { docs: grow(d.docs), body: grow(d.body), path: grow(d.path), n: d.n };
+function sizedDecoded(n: number): DecodedTerm {
+  const size = 2 ** Math.ceil(Math.log2(n));
+  return { docs: new Int32Array(size), body: new Int32Array(size), path: new Int32Array(size), n: 0 };
 }
 
 /** Scratch space for one decoded term. */

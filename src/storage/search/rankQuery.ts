@@ -63,22 +63,23 @@ export function rankPlain(index: RankIndex, q: PlainQuery): RankedRow[] {
     return v <= 0.0 ? 1e-6 : v;
   });
   const order = lists.map((_, i) => i).sort((a, b) => (lists[a] as DecodedTerm).n - (lists[b] as DecodedTerm).n);
-  const driver = lists[order[0] as number] as DecodedTerm;
-  const others = order.slice(1).map((i) => lists[i] as DecodedTerm);
+  const driverAt = order[0] as number;
+  const driver = lists[driverAt] as DecodedTerm;
+  // Where each list stands: the driver at the candidate, the others where the AND found it.
   const at = new Int32Array(lists.length);
-  const atOther = new Int32Array(others.length);
   const atExcluded = new Int32Array(excluded.length);
   const mask = q.needs.reduce((m, n) => m | (1 << n), 0);
   const heap = new TopK(index, want);
-  const body = new Float64Array(lists.length);
-  const path = new Float64Array(lists.length);
+  const normPart = 1 - B;
 
   candidates: for (let i = 0; i < driver.n; i++) {
     const doc = driver.docs[i] as number;
-    for (let o = 0; o < others.length; o++) {
-      const list = others[o] as DecodedTerm;
-      const p = seek(list, atOther[o] as number, doc);
-      atOther[o] = p;
+    at[driverAt] = i;
+    for (let o = 1; o < order.length; o++) {
+      const l = order[o] as number;
+      const list = lists[l] as DecodedTerm;
+      const p = seek(list, at[l] as number, doc);
+      at[l] = p;
       if (p === list.n) break candidates;
       if (list.docs[p] !== doc) continue candidates;
     }
@@ -91,21 +92,17 @@ export function rankPlain(index: RankIndex, q: PlainQuery): RankedRow[] {
     if (((mask >>> index.need(doc)) & 1) === 0) continue;
     if (q.ranges && !inRanges(index.path(doc), q.ranges)) continue;
     let inPath = 0;
-    for (let l = 0; l < lists.length; l++) {
-      const list = lists[l] as DecodedTerm;
-      const p = seek(list, at[l] as number, doc);
-      at[l] = p;
-      body[l] = list.body[p] as number;
-      path[l] = list.path[p] as number;
-      if ((list.path[p] as number) > 0) inPath = 1;
-    }
-    const D = index.length(doc);
+    for (let l = 0; l < lists.length; l++) if (((lists[l] as DecodedTerm).path[at[l] as number] as number) > 0) inPath = 1;
+    // fts5Bm25Function's `k1 * (1 - b + b * D / avgdl)`, the same for every phrase of the row: computed once, in the same steps.
+    const norm = K1 * (normPart + (B * index.length(doc)) / avgdl);
     let score = 0.0;
     for (let ph = 0; ph < phraseList.length; ph++) {
       const l = phraseList[ph] as number;
+      const list = lists[l] as DecodedTerm;
+      const p = at[l] as number;
       // FTS5 adds the column's weight per instance: exact in doubles, as both counts are small integers.
-      const f = (path[l] as number) * PATH_WEIGHT + (body[l] as number) * 1.0;
-      score += (idf[ph] as number) * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * D) / avgdl)));
+      const f = (list.path[p] as number) * PATH_WEIGHT + (list.body[p] as number) * 1.0;
+      score += (idf[ph] as number) * ((f * (K1 + 1.0)) / (f + norm));
     }
     heap.offer(doc, -1.0 * score, inPath);
   }

@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import sqlite from 'node-sqlite3-wasm';
 import type { Logger } from '../../common/log.js';
+import type { TransactionFollower } from './rankIndex.js';
 
 type Database = InstanceType<typeof sqlite.Database>;
 type Statement = ReturnType<Database['prepare']>;
@@ -48,13 +49,6 @@ const RANK = 'bm25(docs, 10.0, 1.0)';
  * of the process; what a power loss could damage is caught at the next open
  * (a file not closed cleanly is checked) and rebuilt.
  */
-/** Told of each transaction's end, to keep a copy of the rows in step (the in-memory RankIndex). */
-export interface TransactionFollower {
-  begin(): void;
-  commit(): void;
-  rollback(): void;
-}
-
 export class SearchDb {
   private readonly statements = new Map<string, Statement>();
   private follower: TransactionFollower | undefined;
@@ -267,16 +261,19 @@ export class SearchDb {
     return row ? String(row.s) : '';
   }
 
-  /** A row's content as the index holds it (a lookup by rowid, no MATCH). */
+  /**
+   * A row's content as the index holds it: read from FTS5's own content table (`docs_content`, column
+   * `c1` is `body`) by its key, a plain B-tree lookup that does not go through the full-text table.
+   */
   body(id: number): string {
-    const [row] = this.use('SELECT body FROM docs WHERE rowid = ?', (st) => st.all([id]));
+    const [row] = this.use('SELECT c1 AS body FROM docs_content WHERE id = ?', (st) => st.all([id]));
     return row ? String(row.body) : '';
   }
 
   /** Up to `limit` rows after rowid `after`, in rowid order, with their content (to build a copy of the index). */
   rowsAfter(after: number, limit: number): Array<{ id: number; path: string; need: number; body: string }> {
-    const rows = this.use('SELECT items.id AS id, items.path AS path, items.need AS need, docs.body AS body FROM items JOIN docs ON docs.rowid = items.id WHERE items.id > ? ORDER BY items.id LIMIT ?', (st) => st.all([after, limit]));
-    return rows.map((r) => ({ id: Number(r.id), path: String(r.path), need: Number(r.need), body: String(r.body) }));
+    const sql = 'SELECT items.id AS id, items.path AS path, items.need AS need, docs_content.c1 AS body FROM items JOIN docs_content ON docs_content.id = items.id WHERE items.id > ? ORDER BY items.id LIMIT ?';
+    return this.use(sql, (st) => st.all([after, limit])).map((r) => ({ id: Number(r.id), path: String(r.path), need: Number(r.need), body: String(r.body) }));
   }
 
   /** SQLite's own consistency check of the file (pages, free list, indexes). */

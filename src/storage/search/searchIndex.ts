@@ -11,18 +11,14 @@ import { buildRankIndex } from './rankBuild.js';
 import { RankIndex } from './rankIndex.js';
 import { ReadGate } from './readGate.js';
 import { SearchDb } from './searchDb.js';
-import { clip, prefixRange } from './searchHits.js';
+import { hitsOf, prefixRange, type SearchHit } from './searchHits.js';
 
 export { clip, MAX_SNIPPET_CHARS } from './searchHits.js';
 
 export { PROGRESS_EVERY } from './catchUp.js';
 export type { ReadNeed, SearchSource } from './indexRows.js';
 
-export interface SearchHit {
-  entry: IndexEntry;
-  score: number;
-  snippet: string;
-}
+export type { SearchHit } from './searchHits.js';
 
 /**
  * Staged batches between two checkpoints of the write-ahead log, each done while a pack is fsynced.
@@ -115,12 +111,10 @@ export class SearchIndex implements DerivedView {
 
   /** Loads the in-memory ranking index from the file's rows; until it is loaded, every query goes to FTS5. */
   private loadRankInBackground(): void {
-    const args = { db: this.db, rank: this.rank, gate: this.gate, stopped: () => this.closed, logger: this.logger, orgId: this.orgId, progressEvery: this.progressEvery };
-    buildRankIndex(args).then(
+    const { db, rank, gate, logger, orgId, progressEvery } = this;
+    buildRankIndex({ db, rank, gate, stopped: () => this.closed, logger, orgId, progressEvery }).then(
       (done) => (this.rankReady = done),
-      (err: unknown) => {
-        if (!this.closed) this.logger.error('search ranking index: load failed; queries stay on FTS5', { org: this.orgId, error: String(err) });
-      },
+      (err: unknown) => this.closed || logger.error('search ranking index: load failed; queries stay on FTS5', { org: orgId, error: String(err) }),
     );
   }
 
@@ -281,36 +275,17 @@ export class SearchIndex implements DerivedView {
       if (this.gate.closed) await this.gate.idle();
       else await this.catchUp();
     }
+    const query = { needs: args.needs, ranges: args.prefixes?.map(prefixRange), limit: args.limit, offset: args.offset };
+    // Plain words go to the in-memory engine once it is loaded; phrases and prefixes stay with FTS5.
     const plain = this.rankReady && this.useRank ? plainTerms(args.terms) : null;
-    if (plain) {
-      const rows = plainSearch({ rank: this.rank, plain, needs: args.needs, ranges: args.prefixes?.map(prefixRange), limit: args.limit, offset: args.offset, body: (id) => this.db.body(id) });
-      const hits = this.hitsOf(rows);
-      this.metrics.search({ seconds: secondsSince(started) });
-      return hits;
+    let rows: Array<{ path: string; score: number; snippet: string }>;
+    if (plain) rows = plainSearch({ ...query, rank: this.rank, plain, body: (id) => this.db.body(id) });
+    else {
+      const match = matchExpression(args.terms);
+      rows = this.db.search({ ...query, match, pathMatch: pathMatchExpression(args.terms) }).map((row) => ({ ...row, snippet: this.db.snippet(match, row.id) }));
     }
-    const match = matchExpression(args.terms);
-    const rows = this.db.search({
-      match,
-      pathMatch: pathMatchExpression(args.terms),
-      needs: args.needs,
-      ranges: args.prefixes?.map(prefixRange),
-      limit: args.limit,
-      offset: args.offset,
-    });
-    const hits = this.hitsOf(rows.map((row) => ({ ...row, snippet: this.db.snippet(match, row.id) })));
+    const hits = hitsOf(rows, this.source);
     this.metrics.search({ seconds: secondsSince(started) });
-    return hits;
-  }
-
-  /** The rows as hits: each with its live item, its score rounded, its snippet clipped. */
-  private hitsOf(rows: ReadonlyArray<{ path: string; score: number; snippet: string }>): SearchHit[] {
-    const hits: SearchHit[] = [];
-    for (const row of rows) {
-      const entry = this.source.get(row.path);
-      // The index and the repository change together; a row without a live item would be a bug, never shown.
-      if (!entry || entry.record.deletedAt !== null) continue;
-      hits.push({ entry, score: Math.round(row.score * 1e6) / 1e6, snippet: clip(row.snippet) });
-    }
     return hits;
   }
 
