@@ -6,6 +6,8 @@ import { tokensOf } from './unicode61.js';
 
 /** A query's terms as single tokens, or null when one is not a plain word (a phrase, a prefix, or no token at all). */
 export function plainTerms(terms: SearchTerms): { include: string[]; exclude: string[] } | null {
+  // No included term is no query the domain sends: FTS5 answers it as it always did (with an error).
+  if (terms.include.length === 0) return null;
   const one = (t: { text: string; prefix: boolean }): string | null => {
     if (t.prefix) return null;
     const tokens = tokensOf(t.text);

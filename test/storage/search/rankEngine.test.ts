@@ -105,8 +105,13 @@ describe('storage/search: the in-memory ranking engine equals FTS5', function ()
           for (let k = 0; k < 8; k++) {
             const roll = rnd();
             const path = roll < 0.3 ? `${pick(FOLDERS)}/${word()}-n${serial}.md` : pick(paths);
+            const current = entries.get(path);
             if (roll > 0.85) entries.delete(path);
-            else {
+            else if (roll > 0.7 && current) {
+              // The read permission alone: the same content, a new read rank (a row whose `need` moves).
+              const perm = pick(['inherit', 'knowledge:read', 'knowledge:write', 'knowledge:admin'] as const);
+              entries.set(path, { ...current, record: { ...current.record, requiredReadPermission: perm } });
+            } else {
               const body = text(Math.floor(rnd() * 120));
               const e = write(path, body);
               written.set(e.blobOid, body);
