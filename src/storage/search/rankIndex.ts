@@ -11,7 +11,14 @@ export interface DecodedTerm {
   path: Int32Array;
   /** How many (the arrays are longer). */
   n: number;
+  /** Held by the index's cache: read it, never decode into it. */
+  cached?: boolean;
 }
+
+/** Terms with at least this many postings keep their decoded list between queries (until the next write). */
+export const CACHE_MIN_POSTINGS = 4_096;
+/** At most this many postings decoded in the cache (12 bytes each: 12 MiB), the least recently used dropped first. */
+const CACHE_MAX_POSTINGS = 1 << 20;
 
 type Undo = () => void;
 
@@ -35,6 +42,9 @@ export interface TransactionFollower {
  * so the two always hold the same rows; `commit` forgets the journal.
  */
 export class RankIndex implements TransactionFollower {
+  /** `cacheMin`: the postings from which a term's decoded list is cached (tests lower it to reach the cache with small corpora). */
+  constructor(private readonly cacheMin = CACHE_MIN_POSTINGS) {}
+
   private readonly pool = new PostingPool();
   private readonly terms = new Map<string, number>();
   /** Per term: its first block, and where its last posting ends; the last document it holds. */
@@ -60,6 +70,9 @@ export class RankIndex implements TransactionFollower {
 
   private journal: Undo[] = [];
   private inTransaction = false;
+  /** Decoded lists of frequent terms by term id, least recently used first (see `decode`). */
+  private readonly cache = new Map<number, DecodedTerm>();
+  private cachedPostings = 0;
 
   /** Adds or replaces the document of `path`. */
   put(args: { path: string; text: string; need: number; rowid: number }): void {
@@ -125,14 +138,42 @@ export class RankIndex implements TransactionFollower {
     if (this.inTransaction) this.journal.push(undo);
   }
 
-  /** The term's live postings into `into` (or a larger copy of it); undefined when no document ever held it. */
+  /**
+   * The term's live postings into `into` (or a larger copy of it); undefined when no document ever held it.
+   * A frequent term's list comes from the cache when no write came since it was decoded: decoding is most of
+   * the time of a query of common words, and the same common words come back query after query.
+   */
   decode(term: string, into: DecodedTerm): DecodedTerm | undefined {
     const id = this.terms.get(term);
     if (id === undefined) return undefined;
+    const hit = this.cache.get(id);
+    if (hit) {
+      this.cache.delete(id);
+      this.cache.set(id, hit);
+      return hit;
+    }
     const all = this.postings[id] as number;
-    const out = all <= into.docs.length ? into : sizedDecoded(all);
+    const cache = all >= this.cacheMin;
+    const out = cache || all > into.docs.length ? sizedDecoded(all) : into;
     out.n = this.pool.decode(this.head[id] as number, out.docs, out.body, out.path, this.needs, DEAD);
+    if (cache) {
+      out.cached = true;
+      this.cache.set(id, out);
+      this.cachedPostings += out.docs.length;
+      for (const [old, list] of this.cache) {
+        if (this.cachedPostings <= CACHE_MAX_POSTINGS) break;
+        this.cache.delete(old);
+        this.cachedPostings -= list.docs.length;
+      }
+    }
     return out;
+  }
+
+  /** Any change to which documents hold a term, or live: every decoded list may be out of date. */
+  private forgetDecoded(): void {
+    if (this.cache.size === 0) return;
+    this.cache.clear();
+    this.cachedPostings = 0;
   }
 
   path(doc: number): string {
@@ -163,6 +204,7 @@ export class RankIndex implements TransactionFollower {
   }
 
   private kill(doc: number): void {
+    this.forgetDecoded();
     this.byPath.delete(this.paths[doc] as string);
     this.needs[doc] = DEAD;
     this.liveDocs--;
@@ -173,6 +215,7 @@ export class RankIndex implements TransactionFollower {
 
   /** Makes a dead document live (a new one is written dead, then revived). */
   private revive(doc: number, need: number): void {
+    this.forgetDecoded();
     this.byPath.set(this.paths[doc] as string, doc);
     this.needs[doc] = need;
     this.liveDocs++;
@@ -182,6 +225,7 @@ export class RankIndex implements TransactionFollower {
   }
 
   private append(term: string, doc: number, body: number, path: number): void {
+    this.forgetDecoded();
     let id = this.terms.get(term);
     if (id === undefined) {
       id = this.terms.size;

@@ -41,7 +41,7 @@ export function rankPlain(index: RankIndex, q: PlainQuery): RankedRow[] {
   for (let i = 0; i < distinct.length; i++) {
     const decoded = index.decode(distinct[i] as string, (scratch[i] ??= decodedTerm()));
     if (!decoded || decoded.n === 0) return [];
-    scratch[i] = decoded;
+    if (!decoded.cached) scratch[i] = decoded;
     lists.push(decoded);
   }
   const excluded: DecodedTerm[] = [];
@@ -49,7 +49,7 @@ export function rankPlain(index: RankIndex, q: PlainQuery): RankedRow[] {
     const at = lists.length + excluded.length;
     const decoded = index.decode(term, (scratch[at] ??= decodedTerm()));
     if (decoded && decoded.n > 0) {
-      scratch[at] = decoded;
+      if (!decoded.cached) scratch[at] = decoded;
       excluded.push(decoded);
     }
   }

@@ -59,7 +59,7 @@ export class SearchIndex implements DerivedView {
   /** Closed while a staged transaction is open: queries (and catch-ups) wait. */
   private readonly gate = new ReadGate();
   /** The rows again, in memory: plain-word queries are ranked there once it is loaded (`rankReady`). */
-  private readonly rank = new RankIndex();
+  private readonly rank: RankIndex;
   private rankReady = false;
 
   private constructor(
@@ -70,7 +70,9 @@ export class SearchIndex implements DerivedView {
     private readonly orgId: string,
     private readonly progressEvery: number,
     private readonly metrics: Metrics,
+    rankCacheMin?: number,
   ) {
+    this.rank = new RankIndex(rankCacheMin);
     db.follow(this.rank);
     this.rows = new IndexRows(db, source, readNeed, this.rank);
   }
@@ -91,6 +93,8 @@ export class SearchIndex implements DerivedView {
      * a build is ~25 s, which a first start would otherwise spend before its first answer.
      */
     inBackground?: boolean;
+    /** See RankIndex (tests). */
+    rankCacheMin?: number;
   }): Promise<SearchIndex> {
     const { file, logger, orgId } = args;
     let db = SearchDb.open(file, logger);
@@ -100,7 +104,7 @@ export class SearchIndex implements DerivedView {
       SearchDb.remove(file);
       db = SearchDb.open(file, logger);
     }
-    const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY, args.metrics ?? silentMetrics);
+    const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY, args.metrics ?? silentMetrics, args.rankCacheMin);
     if (db.head !== args.source.headCommit || !db.closedCleanly) {
       if (args.inBackground) index.catchUpInBackground();
       else await index.catchUp();
