@@ -40,7 +40,7 @@ const foldOf = (cp: number): number => (cp < 0x10000 ? ((BMP_FOLD[cp] as number)
  * loses its end. A NUL ends the C string. Both are rare; this reproduces them, so the two indexes agree.
  */
 export function indexedText(text: string): string {
-  if (!ODD.test(text)) return text;
+  if (!text.includes('\u0000') && !SURROGATE.test(text)) return text;
   let budget = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -63,8 +63,8 @@ export function indexedText(text: string): string {
   return text;
 }
 
-/** A NUL or a surrogate: what `indexedText` has to look at. */
-const ODD = /[\u0000\ud800-\udfff]/;
+/** A surrogate: with a NUL, what `indexedText` has to look at. */
+const SURROGATE = /[\ud800-\udfff]/;
 
 /** Called per token: its folded text, and where it lies in the input (UTF-16 indexes, end exclusive). */
 export type OnToken = (term: string, start: number, end: number) => void;
