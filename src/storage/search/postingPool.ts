@@ -86,7 +86,8 @@ export class PostingPool {
         let b = page[i] as number;
         if (b === 0) break;
         // Varints of up to four bytes (28 bits) are read with integer operations; longer ones do not occur
-        // below 2^28 documents or tokens of one term in one document.
+        // below 2^28 documents or tokens of one term in one document. The three reads are written out, not
+        // a helper: a varint reader returns a value and a position, and this loop is most of a query's time.
         let v = b & 0x7f;
         let shift = 7;
         i++;
