@@ -33,7 +33,8 @@ export async function buildRankIndex(args: {
     if (rows.length === 0) break;
     for (const row of rows) {
       after = row.id;
-      if (!rank.has(row.path)) rank.put({ path: row.path, text: row.body, need: row.need, rowid: row.id });
+      // The content is read only for a row the copy lacks: during a first build, the catch-up has written most of them already.
+      if (!rank.has(row.path)) rank.put({ path: row.path, text: db.body(row.id), need: row.need, rowid: row.id });
     }
     const before = read;
     read += rows.length;

@@ -270,10 +270,10 @@ export class SearchDb {
     return row ? String(row.body) : '';
   }
 
-  /** Up to `limit` rows after rowid `after`, in rowid order, with their content (to build a copy of the index). */
-  rowsAfter(after: number, limit: number): Array<{ id: number; path: string; need: number; body: string }> {
-    const sql = 'SELECT items.id AS id, items.path AS path, items.need AS need, docs_content.c1 AS body FROM items JOIN docs_content ON docs_content.id = items.id WHERE items.id > ? ORDER BY items.id LIMIT ?';
-    return this.use(sql, (st) => st.all([after, limit])).map((r) => ({ id: Number(r.id), path: String(r.path), need: Number(r.need), body: String(r.body) }));
+  /** Up to `limit` rows after rowid `after`, in rowid order (to build a copy of the index; `body` reads a row's content). */
+  rowsAfter(after: number, limit: number): Array<{ id: number; path: string; need: number }> {
+    const sql = 'SELECT id, path, need FROM items WHERE id > ? ORDER BY id LIMIT ?';
+    return this.use(sql, (st) => st.all([after, limit])).map((r) => ({ id: Number(r.id), path: String(r.path), need: Number(r.need) }));
   }
 
   /** SQLite's own consistency check of the file (pages, free list, indexes). */
