@@ -17,6 +17,13 @@ export interface DecodedTerm {
 
 /** Terms with at least this many postings keep their decoded list between queries (until the next write). */
 export const CACHE_MIN_POSTINGS = 4_096;
+/**
+ * Dead postings (of replaced or removed items) from which, and once they outnumber the live ones, every list is
+ * written again without them: each update of a 2 KB item leaves ~200 behind (~500 bytes). 0.58 s of CPU at
+ * 10 M postings (measured at load average 10), once per as many updates as there are items, after a commit (never inside a transaction, whose
+ * rollback may still need a dead document back).
+ */
+const COMPACT_AT_POSTINGS = 1 << 20;
 /** At most this many postings decoded in the cache (12 bytes each: 12 MiB), the least recently used dropped first. */
 const CACHE_MAX_POSTINGS = 1 << 20;
 
@@ -42,10 +49,20 @@ export interface TransactionFollower {
  * so the two always hold the same rows; `commit` forgets the journal.
  */
 export class RankIndex implements TransactionFollower {
-  /** `cacheMin`: the postings from which a term's decoded list is cached (tests lower it to reach the cache with small corpora). */
-  constructor(private readonly cacheMin = CACHE_MIN_POSTINGS) {}
+  private readonly cacheMin: number;
+  private readonly compactAt: number | undefined;
 
-  private readonly pool = new PostingPool();
+  /**
+   * `cacheMin`: the postings from which a term's decoded list is cached; `compactAt`: the dead postings from
+   * which the lists are written again without them (by default COMPACT_AT_POSTINGS or the live ones, whichever
+   * is more; tests lower both to reach them with small corpora).
+   */
+  constructor(tuning: { cacheMin?: number; compactAt?: number } = {}) {
+    this.cacheMin = tuning.cacheMin ?? CACHE_MIN_POSTINGS;
+    this.compactAt = tuning.compactAt;
+  }
+
+  private pool = new PostingPool();
   private readonly terms = new Map<string, number>();
   /** Per term: its first block, and where its last posting ends; the last document it holds. */
   private head = new Int32Array(1024);
@@ -125,6 +142,33 @@ export class RankIndex implements TransactionFollower {
   commit(): void {
     this.journal = [];
     this.inTransaction = false;
+    if (this.deadPostings >= (this.compactAt ?? Math.max(COMPACT_AT_POSTINGS, this.livePostings))) this.compact();
+  }
+
+  /** Writes every term's list again without its dead documents (their numbers stay; their paths are let go). */
+  private compact(): void {
+    const pool = new PostingPool();
+    let list = decodedTerm();
+    for (const id of this.terms.values()) {
+      const all = this.postings[id] as number;
+      if (all > list.docs.length) list = sizedDecoded(all);
+      const n = this.pool.decode(this.head[id] as number, list.docs, list.body, list.path, this.needs, DEAD);
+      const block = pool.allocate();
+      let tail = PostingPool.start(block);
+      let last = -1;
+      for (let i = 0; i < n; i++) {
+        tail = pool.append(tail, (list.docs[i] as number) - last, list.body[i] as number, list.path[i] as number);
+        last = list.docs[i] as number;
+      }
+      this.head[id] = block;
+      this.tail[id] = tail;
+      this.lastDoc[id] = last;
+      this.postings[id] = n;
+    }
+    for (let doc = 0; doc < this.docs; doc++) if (this.needs[doc] === DEAD) this.paths[doc] = '';
+    this.pool = pool;
+    this.deadPostings = 0;
+    this.forgetDecoded();
   }
 
   /** The SQLite transaction rolled back: so are its changes here, newest first. */

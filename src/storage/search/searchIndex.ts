@@ -70,9 +70,9 @@ export class SearchIndex implements DerivedView {
     private readonly orgId: string,
     private readonly progressEvery: number,
     private readonly metrics: Metrics,
-    rankCacheMin?: number,
+    rankTuning?: { cacheMin?: number; compactAt?: number },
   ) {
-    this.rank = new RankIndex(rankCacheMin);
+    this.rank = new RankIndex(rankTuning);
     db.follow(this.rank);
     this.rows = new IndexRows(db, source, readNeed, this.rank);
   }
@@ -94,7 +94,7 @@ export class SearchIndex implements DerivedView {
      */
     inBackground?: boolean;
     /** See RankIndex (tests). */
-    rankCacheMin?: number;
+    rankTuning?: { cacheMin?: number; compactAt?: number };
   }): Promise<SearchIndex> {
     const { file, logger, orgId } = args;
     let db = SearchDb.open(file, logger);
@@ -104,7 +104,7 @@ export class SearchIndex implements DerivedView {
       SearchDb.remove(file);
       db = SearchDb.open(file, logger);
     }
-    const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY, args.metrics ?? silentMetrics, args.rankCacheMin);
+    const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY, args.metrics ?? silentMetrics, args.rankTuning);
     if (db.head !== args.source.headCommit || !db.closedCleanly) {
       if (args.inBackground) index.catchUpInBackground();
       else await index.catchUp();
