@@ -12,7 +12,7 @@ export interface DecodedTerm {
   /** How many (the arrays are longer). */
   n: number;
   /** Held by the index's cache: read it, never decode into it. */
-  cached?: boolean;
+  cached: boolean;
 }
 
 /** Terms with at least this many postings keep their decoded list between queries (until the next write). */
@@ -308,10 +308,10 @@ function grow<T extends Uint8Array | Int32Array | Uint32Array | Float64Array>(a:
 
 function sizedDecoded(n: number): DecodedTerm {
   const size = 2 ** Math.ceil(Math.log2(n));
-  return { docs: new Int32Array(size), body: new Int32Array(size), path: new Int32Array(size), n: 0 };
+  return { docs: new Int32Array(size), body: new Int32Array(size), path: new Int32Array(size), n: 0, cached: false };
 }
 
 /** Scratch space for one decoded term. */
 export function decodedTerm(): DecodedTerm {
-  return { docs: new Int32Array(1024), body: new Int32Array(1024), path: new Int32Array(1024), n: 0 };
+  return { docs: new Int32Array(1024), body: new Int32Array(1024), path: new Int32Array(1024), n: 0, cached: false };
 }
