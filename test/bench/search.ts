@@ -205,6 +205,11 @@ export async function runSearchPhase(ctx: SearchContext): Promise<SearchResults>
     let rssOn: Memory;
     let rssAfterQueries: Memory;
     try {
+      // The ranking index in memory loads in the background after the open (queries use FTS5 until then): the
+      // figures are of the server once it has loaded, at most two minutes after the start.
+      for (let waited = 0; !serverLog(on.output()).some((e) => e.msg === 'search ranking index ready') && waited < 120_000; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
       await warmUp(ctx, on.url, q.warmup, true);
       rssOn = await memory(on.pid);
       const timed: number[] = [];
