@@ -44,3 +44,19 @@ export async function buildRankIndex(args: {
   logger.info('search ranking index ready', { org: orgId, rows: read, ms: Date.now() - started, mib: Math.round(rank.bytes / 2 ** 20) });
   return true;
 }
+
+/** A load under way: whether it ended (`ready`), and a wait for it (tests and benches). */
+export class RankLoad {
+  ready = false;
+
+  constructor(args: Parameters<typeof buildRankIndex>[0]) {
+    buildRankIndex(args).then(
+      (done) => (this.ready = done),
+      (err: unknown) => args.stopped() || args.logger.error('search ranking index: load failed; queries stay on FTS5', { org: args.orgId, error: String(err) }),
+    );
+  }
+
+  async loaded(stopped: () => boolean): Promise<void> {
+    while (!this.ready && !stopped()) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

@@ -1,19 +1,11 @@
+import { decodedTerm, grow, sizedDecoded, type DecodedTerm } from './decodedTerm.js';
 import { PostingPool } from './postingPool.js';
+
+export { decodedTerm, type DecodedTerm } from './decodedTerm.js';
 import { indexedText, tokenize } from './unicode61.js';
 
 /** The read rank of a document that no longer exists (a replaced or removed item). */
 export const DEAD = 255;
-
-/** One term's live postings, decoded for a query: documents in increasing order, and the counts. */
-export interface DecodedTerm {
-  docs: Int32Array;
-  body: Int32Array;
-  path: Int32Array;
-  /** How many (the arrays are longer). */
-  n: number;
-  /** Held by the index's cache: read it, never decode into it. */
-  cached: boolean;
-}
 
 /** Terms with at least this many postings keep their decoded list between queries (until the next write). */
 export const CACHE_MIN_POSTINGS = 4_096;
@@ -298,20 +290,4 @@ export class RankIndex implements TransactionFollower {
     this.rowids = grow(this.rowids);
     this.postingCounts = grow(this.postingCounts);
   }
-}
-
-function grow<T extends Uint8Array | Int32Array | Uint32Array | Float64Array>(a: T): T {
-  const b = new (a.constructor as new (n: number) => T)(a.length * 2);
-  b.set(a);
-  return b;
-}
-
-function sizedDecoded(n: number): DecodedTerm {
-  const size = 2 ** Math.ceil(Math.log2(n));
-  return { docs: new Int32Array(size), body: new Int32Array(size), path: new Int32Array(size), n: 0, cached: false };
-}
-
-/** Scratch space for one decoded term. */
-export function decodedTerm(): DecodedTerm {
-  return { docs: new Int32Array(1024), body: new Int32Array(1024), path: new Int32Array(1024), n: 0, cached: false };
 }

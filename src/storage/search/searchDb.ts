@@ -150,7 +150,7 @@ export class SearchDb {
     this.follower?.begin();
   }
 
-  /** `follower` hears of every transaction from now on (one at most). */
+  /** `follower` (one at most) hears of every transaction from now on. */
   follow(follower: TransactionFollower): void {
     this.follower = follower;
   }
@@ -261,10 +261,7 @@ export class SearchDb {
     return row ? String(row.s) : '';
   }
 
-  /**
-   * A row's content as the index holds it: read from FTS5's own content table (`docs_content`, column
-   * `c1` is `body`) by its key, a plain B-tree lookup that does not go through the full-text table.
-   */
+  /** A row's content: from FTS5's own content table (`c1` is `body`) by its key, a B-tree lookup, no MATCH. */
   body(id: number): string {
     const [row] = this.use('SELECT c1 AS body FROM docs_content WHERE id = ?', (st) => st.all([id]));
     return row ? String(row.body) : '';

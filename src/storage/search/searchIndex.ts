@@ -7,7 +7,7 @@ import { catchUpRows, PROGRESS_EVERY, type CaughtUp } from './catchUp.js';
 import { IndexRows, type ReadNeed, type RowUpdate, type SearchSource } from './indexRows.js';
 import { matchExpression, pathMatchExpression, type SearchTerms } from './matchExpression.js';
 import { plainSearch, plainTerms } from './plainSearch.js';
-import { buildRankIndex } from './rankBuild.js';
+import { RankLoad } from './rankBuild.js';
 import { RankIndex } from './rankIndex.js';
 import { ReadGate } from './readGate.js';
 import { SearchDb } from './searchDb.js';
@@ -58,9 +58,9 @@ export class SearchIndex implements DerivedView {
   private stagedSinceCheckpoint = 0;
   /** Closed while a staged transaction is open: queries (and catch-ups) wait. */
   private readonly gate = new ReadGate();
-  /** The rows again, in memory: plain-word queries are ranked there once it is loaded (`rankReady`). */
+  /** The rows again, in memory: plain-word queries are ranked there once it is loaded (`rankLoad`). */
   private readonly rank: RankIndex;
-  private rankReady = false;
+  private rankLoad: RankLoad | undefined;
 
   private constructor(
     private readonly db: SearchDb,
@@ -93,7 +93,7 @@ export class SearchIndex implements DerivedView {
      * a build is ~25 s, which a first start would otherwise spend before its first answer.
      */
     inBackground?: boolean;
-    /** See RankIndex (tests). */
+    /** RankIndex's thresholds (tests). */
     rankTuning?: { cacheMin?: number; compactAt?: number };
   }): Promise<SearchIndex> {
     const { file, logger, orgId } = args;
@@ -109,22 +109,15 @@ export class SearchIndex implements DerivedView {
       if (args.inBackground) index.catchUpInBackground();
       else await index.catchUp();
     }
-    index.loadRankInBackground();
+    // Loaded from the file's rows while the server serves; until it is loaded, every query goes to FTS5.
+    const { rank, gate, progressEvery } = index;
+    index.rankLoad = new RankLoad({ db, rank, gate, stopped: () => index.closed, logger, orgId, progressEvery });
     return index;
-  }
-
-  /** Loads the in-memory ranking index from the file's rows; until it is loaded, every query goes to FTS5. */
-  private loadRankInBackground(): void {
-    const { db, rank, gate, logger, orgId, progressEvery } = this;
-    buildRankIndex({ db, rank, gate, stopped: () => this.closed, logger, orgId, progressEvery }).then(
-      (done) => (this.rankReady = done),
-      (err: unknown) => this.closed || logger.error('search ranking index: load failed; queries stay on FTS5', { org: orgId, error: String(err) }),
-    );
   }
 
   /** Resolves once the in-memory ranking index serves queries (tests and benches wait for it). */
   async rankLoaded(): Promise<void> {
-    while (!this.rankReady && !this.closed) await new Promise((resolve) => setTimeout(resolve, 5));
+    await this.rankLoad?.loaded(() => this.closed);
   }
 
   /**
@@ -281,7 +274,7 @@ export class SearchIndex implements DerivedView {
     }
     const query = { needs: args.needs, ranges: args.prefixes?.map(prefixRange), limit: args.limit, offset: args.offset };
     // Plain words go to the in-memory engine once it is loaded; phrases and prefixes stay with FTS5.
-    const plain = this.rankReady && this.useRank ? plainTerms(args.terms) : null;
+    const plain = this.rankLoad?.ready && this.useRank ? plainTerms(args.terms) : null;
     let rows: Array<{ path: string; score: number; snippet: string }>;
     if (plain) rows = plainSearch({ ...query, rank: this.rank, plain, body: (id) => this.db.body(id) });
     else {
