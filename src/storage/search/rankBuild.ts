@@ -5,6 +5,8 @@ import type { SearchDb } from './searchDb.js';
 
 /** Rows read from the file per step of the build (each step is synchronous; the event loop runs between). */
 const BUILD_CHUNK = 500;
+/** SQLite's page cache while a step reads contents (KiB): each page is read once, so a large cache would only grow the heap. */
+const LOAD_PAGE_CACHE_KIB = 1_024;
 
 /**
  * Fills the in-memory ranking index from the FTS5 file's rows (their stored content: no repository
@@ -31,11 +33,13 @@ export async function buildRankIndex(args: {
     if (args.stopped()) return false;
     const rows = db.rowsAfter(after, BUILD_CHUNK);
     if (rows.length === 0) break;
-    for (const row of rows) {
-      after = row.id;
-      // The content is read only for a row the copy lacks: during a first build, the catch-up has written most of them already.
-      if (!rank.has(row.path)) rank.put({ path: row.path, text: db.body(row.id), need: row.need, rowid: row.id });
-    }
+    db.withPageCache(LOAD_PAGE_CACHE_KIB, () => {
+      for (const row of rows) {
+        after = row.id;
+        // The content is read only for a row the copy lacks: during a first build, the catch-up has written most of them already.
+        if (!rank.has(row.path)) rank.put({ path: row.path, text: db.body(row.id), need: row.need, rowid: row.id });
+      }
+    });
     const before = read;
     read += rows.length;
     if (Math.floor(read / progressEvery) > Math.floor(before / progressEvery)) logger.info('search ranking index: loading', { org: orgId, rows: read });

@@ -32,6 +32,9 @@ const SCHEMA = `
   CREATE VIRTUAL TABLE IF NOT EXISTS paths USING fts5(path, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3');
 `;
 
+/** SQLite's page cache, KiB. */
+const PAGE_CACHE_KIB = 16_384;
+
 /** Path matches weigh ten times a content match in BM25 (they also rank first, see `search`). */
 const RANK = 'bm25(docs, 10.0, 1.0)';
 
@@ -90,7 +93,7 @@ export class SearchDb {
       db.exec('PRAGMA locking_mode = EXCLUSIVE');
       const mode = db.get('PRAGMA journal_mode = WAL');
       if (mode?.journal_mode !== 'wal') throw new Error(`search index: journal mode ${String(mode?.journal_mode)}, expected wal`);
-      db.exec('PRAGMA synchronous = OFF; PRAGMA cache_size = -16384;');
+      db.exec(`PRAGMA synchronous = OFF; PRAGMA cache_size = -${PAGE_CACHE_KIB};`);
       db.exec(SCHEMA);
       const format = SearchDb.metaOf(db, 'format');
       // Format 1 lacked only the index of paths, which its items table holds: filled in place, not rebuilt
@@ -271,6 +274,19 @@ export class SearchDb {
   rowsAfter(after: number, limit: number): Array<{ id: number; path: string; need: number }> {
     const sql = 'SELECT id, path, need FROM items WHERE id > ? ORDER BY id LIMIT ?';
     return this.use(sql, (st) => st.all([after, limit])).map((r) => ({ id: Number(r.id), path: String(r.path), need: Number(r.need) }));
+  }
+
+  /**
+   * Runs `fn` with a page cache of `kib` instead (for one pass over every row, whose pages are read once: at the
+   * full size it would grow the WebAssembly heap, which never shrinks, by 16 MiB for nothing kept).
+   */
+  withPageCache<T>(kib: number, fn: () => T): T {
+    this.db.exec(`PRAGMA cache_size = -${kib}`);
+    try {
+      return fn();
+    } finally {
+      this.db.exec(`PRAGMA cache_size = -${PAGE_CACHE_KIB}`);
+    }
   }
 
   /** SQLite's own consistency check of the file (pages, free list, indexes). */
