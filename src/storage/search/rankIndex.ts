@@ -124,6 +124,18 @@ export class RankIndex implements TransactionFollower {
     return this.byPath.has(path);
   }
 
+  /** Where this copy disagrees with the file's rows (for `verify`): a row missing or extra, another rowid or read rank. */
+  differencesFrom(rows: ReadonlyMap<string, { id: number; need: number }>): string[] {
+    const problems: string[] = [];
+    for (const [path, row] of rows) {
+      const doc = this.byPath.get(path);
+      if (doc === undefined) problems.push(`search ranking index: ${path} is missing`);
+      else if (this.rowids[doc] !== row.id || this.needs[doc] !== row.need) problems.push(`search ranking index: ${path} differs from the file`);
+    }
+    for (const path of this.byPath.keys()) if (!rows.has(path)) problems.push(`search ranking index: ${path} is not in the file`);
+    return problems;
+  }
+
   /** A SQLite transaction began: changes are journalled until it ends. */
   begin(): void {
     this.journal = [];

@@ -291,7 +291,8 @@ export class SearchIndex implements DerivedView {
 
   /** The paths where the index disagrees with the repository (for `verify`): none when it is in step. */
   differences(): string[] {
-    return this.rows.differences();
+    // The in-memory copy against the file too, once loaded (while it loads, it lacks rows by design).
+    return [...this.rows.differences(), ...(this.rankLoad?.ready ? this.rank.differencesFrom(this.db.indexed()) : [])];
   }
 
   close(): void {
