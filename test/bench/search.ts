@@ -176,7 +176,12 @@ export async function runSearchPhase(ctx: SearchContext): Promise<SearchResults>
     const served = await start(ctx, { dataDir, env: { ...ON, ...GC_ON_SIGNAL }, key: docs.key, probe: searchPath(q.timed[0]?.q ?? 'x') });
     try {
       const firstSearchMs = performance.now() - served.spawnedAt;
-      const log = serverLog(served.output());
+      // Info lines are written within 100 ms (the server's log buffer, README › Logs): wait for the line, at most 2 s.
+      let log = serverLog(served.output());
+      for (let waited = 0; !log.some((e) => e.msg === 'search index caught up') && waited < 2_000; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        log = serverLog(served.output());
+      }
       const caught = log.find((e) => e.msg === 'search index caught up');
       const building = log.filter((e) => e.msg === 'search index: building');
       await warmUp(ctx, served.url, q.warmup, true);
@@ -200,6 +205,11 @@ export async function runSearchPhase(ctx: SearchContext): Promise<SearchResults>
     let rssOn: Memory;
     let rssAfterQueries: Memory;
     try {
+      // The ranking index in memory loads in the background after the open (queries use FTS5 until then): the
+      // figures are of the server once it has loaded, at most two minutes after the start.
+      for (let waited = 0; !serverLog(on.output()).some((e) => e.msg === 'search ranking index ready') && waited < 120_000; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
       await warmUp(ctx, on.url, q.warmup, true);
       rssOn = await memory(on.pid);
       const timed: number[] = [];

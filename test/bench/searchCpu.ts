@@ -7,6 +7,9 @@
  *
  *   N=50000 npx tsx test/bench/searchCpu.ts [--rounds 3] [--limit 10] [--put 200]
  *
+ * Rounds alternate between the engines (ENGINE=fts,rank by default): FTS5 alone, as every query went
+ * before the in-memory ranking index, and the ranking index (plain-word queries; the rest still FTS5).
+ *
  * The index file is kept in `.tmp/bench/searchcpu/` (its build takes a minute)
  * and reopened by later runs. `--put n` also times n single-item batches
  * applied to the index (the cost a group commit pays with search on): the
@@ -64,6 +67,16 @@ const logger = createLogger({ level: process.env.LOG === 'info' ? 'info' : 'warn
 const t0 = performance.now();
 const index = await SearchIndex.open({ file: join(dir, `${process.env.TAG ?? "index"}-${N}.sqlite`), source, readNeed, logger, orgId: 'bench' });
 console.log(`open: ${(performance.now() - t0).toFixed(0)} ms`);
+// The in-memory ranking index loads in the background after open: its time and what it adds to the process.
+const mib = (n: number): string => `${(n / 2 ** 20).toFixed(0)} MiB`;
+const memBefore = process.memoryUsage();
+const t1 = performance.now();
+await index.rankLoaded();
+(globalThis as { gc?: () => void }).gc?.();
+const memAfter = process.memoryUsage();
+console.log(`ranking index loaded: ${(performance.now() - t1).toFixed(0)} ms; RSS ${mib(memBefore.rss)} -> ${mib(memAfter.rss)}, heap ${mib(memBefore.heapUsed)} -> ${mib(memAfter.heapUsed)}, array buffers ${mib(memBefore.arrayBuffers)} -> ${mib(memAfter.arrayBuffers)}`);
+/** Which engines the rounds alternate over: FTS5 alone (the path before the ranking index), the ranking index, or both. */
+const ENGINES = (process.env.ENGINE ?? 'fts,rank').split(',');
 
 const q = benchQueries();
 const rotating = [...q.warmup, ...q.timed];
@@ -89,16 +102,26 @@ const median = (xs: number[]): number => {
 };
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-await timeQueries(q.warmup); // warm the page cache and the compiled statements
+for (const engine of ENGINES) {
+  index.useRank = engine === 'rank';
+  await timeQueries(q.warmup); // warm the page cache and the compiled statements
+}
 for (let round = 1; round <= ROUNDS; round++) {
-  const { cpuMs, byKind } = await timeQueries(rotating);
-  const kinds = [...byKind].map(([k, ms]) => `${k} ${mean(ms).toFixed(2)}/${median(ms).toFixed(2)}`).join(', ');
-  console.log(`round ${round}: ${(cpuMs / rotating.length).toFixed(3)} ms CPU per query (${rotating.length} queries); mean/median by kind: ${kinds}`);
+  for (const engine of ENGINES) {
+    index.useRank = engine === 'rank';
+    const { cpuMs, byKind } = await timeQueries(rotating);
+    const kinds = [...byKind].map(([k, ms]) => `${k} ${mean(ms).toFixed(2)}/${median(ms).toFixed(2)}`).join(', ');
+    console.log(`round ${round} ${engine}: ${(cpuMs / rotating.length).toFixed(3)} ms CPU per query (${rotating.length} queries); mean/median by kind: ${kinds}`);
+  }
 }
-for (const [name, list] of [['common word', q.common], ['prefix', q.prefix]] as const) {
-  const { cpuMs } = await timeQueries(list);
-  console.log(`${name}: ${(cpuMs / list.length).toFixed(3)} ms CPU per query`);
+for (const engine of ENGINES) {
+  index.useRank = engine === 'rank';
+  for (const [name, list] of [['common word', q.common], ['prefix', q.prefix]] as const) {
+    const { cpuMs } = await timeQueries(list);
+    console.log(`${engine} ${name}: ${(cpuMs / list.length).toFixed(3)} ms CPU per query`);
+  }
 }
+index.useRank = true;
 
 if (PUTS > 0) {
   // Single-item batches, as one writer produces them: an update of an existing item each. Staged as the

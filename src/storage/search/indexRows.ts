@@ -1,5 +1,6 @@
 import type { IndexEntry } from '../repo/itemIndex.js';
 import type { FolderRule, ItemRecord } from '../repo/itemRecord.js';
+import type { RankIndex } from './rankIndex.js';
 import type { IndexedItem, SearchDb } from './searchDb.js';
 
 /** What the index reads of the repository: the live index, content, and the folder rules. */
@@ -42,6 +43,8 @@ export class IndexRows {
     readonly db: SearchDb,
     private readonly source: SearchSource,
     private readonly readNeed: ReadNeed,
+    /** The in-memory copy, changed with every row (its changes follow the file's transactions). */
+    private readonly rank: RankIndex,
   ) {}
 
   /** What `path` was indexed from, if it is indexed. */
@@ -62,12 +65,15 @@ export class IndexRows {
   /** The same, where the caller has read what the row holds now (`row`; undefined: none). */
   writeOver(entry: IndexEntry, text: string, rules: Pick<SearchSource, 'folderRule'>, row: IndexedItem | undefined): void {
     const { path } = entry.record;
-    this.db.put({ path, blob: entry.blobOid, need: this.readNeed(entry.record, rules), text, id: row?.id });
+    const need = this.readNeed(entry.record, rules);
+    const rowid = this.db.put({ path, blob: entry.blobOid, need, text, id: row?.id });
+    this.rank.put({ path, text, need, rowid });
   }
 
   /** Removes the row (`row`: what it holds, when the caller has read it already). */
   drop(path: string, row: IndexedItem | undefined = this.get(path)): void {
     if (row) this.db.remove(row.id);
+    this.rank.remove(path);
   }
 
   /** The row's read rank under `rules`; true when it moved. */
@@ -80,6 +86,7 @@ export class IndexRows {
     const need = this.readNeed(entry.record, rules);
     if (need === row.need) return false;
     this.db.setNeed(row.id, need);
+    this.rank.setNeed(entry.record.path, need);
     return true;
   }
 

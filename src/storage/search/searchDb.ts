@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import sqlite from 'node-sqlite3-wasm';
 import type { Logger } from '../../common/log.js';
+import type { TransactionFollower } from './rankIndex.js';
 
 type Database = InstanceType<typeof sqlite.Database>;
 type Statement = ReturnType<Database['prepare']>;
@@ -31,6 +32,9 @@ const SCHEMA = `
   CREATE VIRTUAL TABLE IF NOT EXISTS paths USING fts5(path, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3');
 `;
 
+/** SQLite's page cache, KiB. */
+const PAGE_CACHE_KIB = 16_384;
+
 /** Path matches weigh ten times a content match in BM25 (they also rank first, see `search`). */
 const RANK = 'bm25(docs, 10.0, 1.0)';
 
@@ -50,6 +54,7 @@ const RANK = 'bm25(docs, 10.0, 1.0)';
  */
 export class SearchDb {
   private readonly statements = new Map<string, Statement>();
+  private follower: TransactionFollower | undefined;
 
   private constructor(
     private readonly db: Database,
@@ -88,7 +93,7 @@ export class SearchDb {
       db.exec('PRAGMA locking_mode = EXCLUSIVE');
       const mode = db.get('PRAGMA journal_mode = WAL');
       if (mode?.journal_mode !== 'wal') throw new Error(`search index: journal mode ${String(mode?.journal_mode)}, expected wal`);
-      db.exec('PRAGMA synchronous = OFF; PRAGMA cache_size = -16384;');
+      db.exec(`PRAGMA synchronous = OFF; PRAGMA cache_size = -${PAGE_CACHE_KIB};`);
       db.exec(SCHEMA);
       const format = SearchDb.metaOf(db, 'format');
       // Format 1 lacked only the index of paths, which its items table holds: filled in place, not rebuilt
@@ -145,6 +150,12 @@ export class SearchDb {
 
   begin(): void {
     this.db.exec('BEGIN');
+    this.follower?.begin();
+  }
+
+  /** `follower` (one at most) hears of every transaction from now on. */
+  follow(follower: TransactionFollower): void {
+    this.follower = follower;
   }
 
   /** Copies the write-ahead log into the file now, so that no COMMIT has to (SQLite does it at the COMMIT that fills 1,000 pages). */
@@ -154,11 +165,16 @@ export class SearchDb {
 
   commit(): void {
     this.db.exec('COMMIT');
+    this.follower?.commit();
   }
 
   /** Undoes the open transaction, if one is open (a failed COMMIT may have ended it already). */
   rollback(): void {
-    if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    try {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    } finally {
+      this.follower?.rollback();
+    }
   }
 
   /**
@@ -246,6 +262,31 @@ export class SearchDb {
     // `all`, not `get`: a statement left before its end stays active, and an active statement keeps a checkpoint from running.
     const [row] = this.use("SELECT snippet(docs, 1, '«', '»', '…', 32) AS s FROM docs WHERE docs MATCH ? AND rowid = ?", (st) => st.all([match, id]));
     return row ? String(row.s) : '';
+  }
+
+  /** A row's content: from FTS5's own content table (`c1` is `body`) by its key, a B-tree lookup, no MATCH. */
+  body(id: number): string {
+    const [row] = this.use('SELECT c1 AS body FROM docs_content WHERE id = ?', (st) => st.all([id]));
+    return row ? String(row.body) : '';
+  }
+
+  /** Up to `limit` rows after rowid `after`, in rowid order (to build a copy of the index; `body` reads a row's content). */
+  rowsAfter(after: number, limit: number): Array<{ id: number; path: string; need: number }> {
+    const sql = 'SELECT id, path, need FROM items WHERE id > ? ORDER BY id LIMIT ?';
+    return this.use(sql, (st) => st.all([after, limit])).map((r) => ({ id: Number(r.id), path: String(r.path), need: Number(r.need) }));
+  }
+
+  /**
+   * Runs `fn` with a page cache of `kib` instead (for one pass over every row, whose pages are read once: at the
+   * full size it would grow the WebAssembly heap, which never shrinks, by 16 MiB for nothing kept).
+   */
+  withPageCache<T>(kib: number, fn: () => T): T {
+    this.db.exec(`PRAGMA cache_size = -${kib}`);
+    try {
+      return fn();
+    } finally {
+      this.db.exec(`PRAGMA cache_size = -${PAGE_CACHE_KIB}`);
+    }
   }
 
   /** SQLite's own consistency check of the file (pages, free list, indexes). */

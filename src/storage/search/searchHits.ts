@@ -1,4 +1,24 @@
+import type { IndexEntry } from '../repo/itemIndex.js';
+
 /** What a query's hits are cut to and looked in: snippets clipped, folder prefixes as ranges of paths. */
+
+export interface SearchHit {
+  entry: IndexEntry;
+  score: number;
+  snippet: string;
+}
+
+/** Either engine's rows as hits: each with its live item, its score rounded to 1e-6, its snippet clipped. */
+export function hitsOf(rows: ReadonlyArray<{ path: string; score: number; snippet: string }>, source: { get(path: string): IndexEntry | undefined }): SearchHit[] {
+  const hits: SearchHit[] = [];
+  for (const row of rows) {
+    const entry = source.get(row.path);
+    // The index and the repository change together; a row without a live item would be a bug, never shown.
+    if (!entry || entry.record.deletedAt !== null) continue;
+    hits.push({ entry, score: Math.round(row.score * 1e6) / 1e6, snippet: clip(row.snippet) });
+  }
+  return hits;
+}
 
 /** The longest snippet handed out, in characters. */
 export const MAX_SNIPPET_CHARS = 300;

@@ -6,20 +6,19 @@ import { changedPaths, updatesFor } from './batchChanges.js';
 import { catchUpRows, PROGRESS_EVERY, type CaughtUp } from './catchUp.js';
 import { IndexRows, type ReadNeed, type RowUpdate, type SearchSource } from './indexRows.js';
 import { matchExpression, pathMatchExpression, type SearchTerms } from './matchExpression.js';
+import { plainSearch, plainTerms } from './plainSearch.js';
+import { RankLoad } from './rankBuild.js';
+import { RankIndex } from './rankIndex.js';
 import { ReadGate } from './readGate.js';
 import { SearchDb } from './searchDb.js';
-import { clip, prefixRange } from './searchHits.js';
+import { hitsOf, prefixRange, type SearchHit } from './searchHits.js';
 
 export { clip, MAX_SNIPPET_CHARS } from './searchHits.js';
 
 export { PROGRESS_EVERY } from './catchUp.js';
 export type { ReadNeed, SearchSource } from './indexRows.js';
 
-export interface SearchHit {
-  entry: IndexEntry;
-  score: number;
-  snippet: string;
-}
+export type { SearchHit } from './searchHits.js';
 
 /**
  * Staged batches between two checkpoints of the write-ahead log, each done while a pack is fsynced.
@@ -59,6 +58,9 @@ export class SearchIndex implements DerivedView {
   private stagedSinceCheckpoint = 0;
   /** Closed while a staged transaction is open: queries (and catch-ups) wait. */
   private readonly gate = new ReadGate();
+  /** The rows again, in memory: plain-word queries are ranked there once it is loaded (`rankLoad`). */
+  private readonly rank: RankIndex;
+  private rankLoad: RankLoad | undefined;
 
   private constructor(
     private readonly db: SearchDb,
@@ -68,8 +70,11 @@ export class SearchIndex implements DerivedView {
     private readonly orgId: string,
     private readonly progressEvery: number,
     private readonly metrics: Metrics,
+    rankTuning?: { cacheMin?: number; compactAt?: number },
   ) {
-    this.rows = new IndexRows(db, source, readNeed);
+    this.rank = new RankIndex(rankTuning);
+    db.follow(this.rank);
+    this.rows = new IndexRows(db, source, readNeed, this.rank);
   }
 
   static async open(args: {
@@ -88,6 +93,8 @@ export class SearchIndex implements DerivedView {
      * a build is ~25 s, which a first start would otherwise spend before its first answer.
      */
     inBackground?: boolean;
+    /** RankIndex's thresholds (tests). */
+    rankTuning?: { cacheMin?: number; compactAt?: number };
   }): Promise<SearchIndex> {
     const { file, logger, orgId } = args;
     let db = SearchDb.open(file, logger);
@@ -97,12 +104,20 @@ export class SearchIndex implements DerivedView {
       SearchDb.remove(file);
       db = SearchDb.open(file, logger);
     }
-    const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY, args.metrics ?? silentMetrics);
+    const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY, args.metrics ?? silentMetrics, args.rankTuning);
     if (db.head !== args.source.headCommit || !db.closedCleanly) {
       if (args.inBackground) index.catchUpInBackground();
       else await index.catchUp();
     }
+    // Loaded from the file's rows while the server serves; until it is loaded, every query goes to FTS5.
+    const { rank, gate, progressEvery } = index;
+    index.rankLoad = new RankLoad({ db, rank, gate, stopped: () => index.closed, logger, orgId, progressEvery });
     return index;
+  }
+
+  /** Resolves once the in-memory ranking index serves queries (tests and benches wait for it). */
+  async rankLoaded(): Promise<void> {
+    await this.rankLoad?.loaded(() => this.closed);
   }
 
   /**
@@ -257,29 +272,27 @@ export class SearchIndex implements DerivedView {
       if (this.gate.closed) await this.gate.idle();
       else await this.catchUp();
     }
-    const match = matchExpression(args.terms);
-    const rows = this.db.search({
-      match,
-      pathMatch: pathMatchExpression(args.terms),
-      needs: args.needs,
-      ranges: args.prefixes?.map(prefixRange),
-      limit: args.limit,
-      offset: args.offset,
-    });
-    const hits: SearchHit[] = [];
-    for (const row of rows) {
-      const entry = this.source.get(row.path);
-      // The index and the repository change together; a row without a live item would be a bug, never shown.
-      if (!entry || entry.record.deletedAt !== null) continue;
-      hits.push({ entry, score: Math.round(row.score * 1e6) / 1e6, snippet: clip(this.db.snippet(match, row.id)) });
+    const query = { needs: args.needs, ranges: args.prefixes?.map(prefixRange), limit: args.limit, offset: args.offset };
+    // Plain words go to the in-memory engine once it is loaded; phrases and prefixes stay with FTS5.
+    const plain = this.rankLoad?.ready && this.useRank ? plainTerms(args.terms) : null;
+    let rows: Array<{ path: string; score: number; snippet: string }>;
+    if (plain) rows = plainSearch({ ...query, rank: this.rank, plain, body: (id) => this.db.body(id) });
+    else {
+      const match = matchExpression(args.terms);
+      rows = this.db.search({ ...query, match, pathMatch: pathMatchExpression(args.terms) }).map((row) => ({ ...row, snippet: this.db.snippet(match, row.id) }));
     }
+    const hits = hitsOf(rows, this.source);
     this.metrics.search({ seconds: secondsSince(started) });
     return hits;
   }
 
+  /** False: every query goes to FTS5 (the differential test and the bench's before figure switch it). */
+  useRank = true;
+
   /** The paths where the index disagrees with the repository (for `verify`): none when it is in step. */
   differences(): string[] {
-    return this.rows.differences();
+    // The in-memory copy against the file too, once loaded (while it loads, it lacks rows by design).
+    return [...this.rows.differences(), ...(this.rankLoad?.ready ? this.rank.differencesFrom(this.db.indexed()) : [])];
   }
 
   close(): void {

@@ -1,0 +1,34 @@
+import { snippetOf } from './ftsSnippet.js';
+import type { SearchTerms } from './matchExpression.js';
+import type { RankIndex } from './rankIndex.js';
+import { rankPlain, type RankedRow } from './rankQuery.js';
+import { tokensOf } from './unicode61.js';
+
+/** A query's terms as single tokens, or null when one is not a plain word (a phrase, a prefix, or no token at all). */
+export function plainTerms(terms: SearchTerms): { include: string[]; exclude: string[] } | null {
+  // No included term is no query the domain sends: FTS5 answers it as it always did (with an error).
+  if (terms.include.length === 0) return null;
+  const one = (t: { text: string; prefix: boolean }): string | null => {
+    if (t.prefix) return null;
+    const tokens = tokensOf(t.text);
+    return tokens.length === 1 ? (tokens[0] as string) : null;
+  };
+  const include = terms.include.map(one);
+  const exclude = terms.exclude.map(one);
+  if (include.some((t) => t === null) || exclude.some((t) => t === null)) return null;
+  return { include: include as string[], exclude: exclude as string[] };
+}
+
+/** The page and each hit's snippet from the in-memory engine; `body` reads a row's stored content. */
+export function plainSearch(args: {
+  rank: RankIndex;
+  plain: { include: string[]; exclude: string[] };
+  needs: readonly number[];
+  ranges?: ReadonlyArray<{ from: string; to: string }>;
+  limit: number;
+  offset: number;
+  body: (id: number) => string;
+}): Array<RankedRow & { snippet: string }> {
+  const rows = rankPlain(args.rank, { ...args.plain, needs: args.needs, ranges: args.ranges, limit: args.limit, offset: args.offset });
+  return rows.map((row) => ({ ...row, snippet: snippetOf(args.body(row.id), args.plain.include) }));
+}

@@ -1,0 +1,66 @@
+import type { Logger } from '../../common/log.js';
+import type { RankIndex } from './rankIndex.js';
+import type { ReadGate } from './readGate.js';
+import type { SearchDb } from './searchDb.js';
+
+/** Rows read from the file per step of the build (each step is synchronous; the event loop runs between). */
+const BUILD_CHUNK = 500;
+/** SQLite's page cache while a step reads contents (KiB): each page is read once, so a large cache would only grow the heap. */
+const LOAD_PAGE_CACHE_KIB = 1_024;
+
+/**
+ * Fills the in-memory ranking index from the FTS5 file's rows (their stored content: no repository
+ * reads), in steps while the server serves; queries use FTS5 until it ends. Writes meanwhile reach the
+ * copy through IndexRows as usual: a path the copy already holds was written since, and its row read
+ * here is older or the same, so it is skipped. A step never runs while a staged transaction is open (the
+ * file would show its uncommitted rows). Returns false when stopped (`stopped` became true).
+ */
+export async function buildRankIndex(args: {
+  db: SearchDb;
+  rank: RankIndex;
+  gate: ReadGate;
+  stopped: () => boolean;
+  logger: Logger;
+  orgId: string;
+  progressEvery: number;
+}): Promise<boolean> {
+  const { db, rank, gate, logger, orgId, progressEvery } = args;
+  const started = Date.now();
+  let after = 0;
+  let read = 0;
+  for (;;) {
+    while (gate.closed) await gate.idle();
+    if (args.stopped()) return false;
+    const rows = db.rowsAfter(after, BUILD_CHUNK);
+    if (rows.length === 0) break;
+    db.withPageCache(LOAD_PAGE_CACHE_KIB, () => {
+      for (const row of rows) {
+        after = row.id;
+        // The content is read only for a row the copy lacks: during a first build, the catch-up has written most of them already.
+        if (!rank.has(row.path)) rank.put({ path: row.path, text: db.body(row.id), need: row.need, rowid: row.id });
+      }
+    });
+    const before = read;
+    read += rows.length;
+    if (Math.floor(read / progressEvery) > Math.floor(before / progressEvery)) logger.info('search ranking index: loading', { org: orgId, rows: read });
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  logger.info('search ranking index ready', { org: orgId, rows: read, ms: Date.now() - started, mib: Math.round(rank.bytes / 2 ** 20) });
+  return true;
+}
+
+/** A load under way: whether it ended (`ready`), and a wait for it (tests and benches). */
+export class RankLoad {
+  ready = false;
+
+  constructor(args: Parameters<typeof buildRankIndex>[0]) {
+    buildRankIndex(args).then(
+      (done) => (this.ready = done),
+      (err: unknown) => args.stopped() || args.logger.error('search ranking index: load failed; queries stay on FTS5', { org: args.orgId, error: String(err) }),
+    );
+  }
+
+  async loaded(stopped: () => boolean): Promise<void> {
+    while (!this.ready && !stopped()) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
