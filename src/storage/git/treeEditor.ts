@@ -36,13 +36,19 @@ export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
  * same folders reads nothing from disk, and nothing it has not yet flushed.
  */
 export class TreeEditor {
-  /**
-   * Sized in entries: 200,000 hold every folder's current tree of a 50,000-item
-   * organization (items and records, a thousand per folder) with room to spare.
-   */
-  private readonly cache = new Lru<string, readonly TreeEntry[]>(200_000, (entries) => 1 + entries.length);
+  private readonly cache: Lru<string, readonly TreeEntry[]>;
 
-  constructor(private readonly readTree: (oid: string) => Promise<TreeEntry[]>) {}
+  /**
+   * `cacheEntries`: the cache's size in entries. 200,000 hold every folder's current tree of a
+   * 50,000-item organization (items and records, a thousand per folder) with room to spare, as
+   * long as superseded versions leave it (`write`).
+   */
+  constructor(
+    private readonly readTree: (oid: string) => Promise<TreeEntry[]>,
+    { cacheEntries = 200_000 }: { cacheEntries?: number } = {},
+  ) {
+    this.cache = new Lru<string, readonly TreeEntry[]>(cacheEntries, (entries) => 1 + entries.length);
+  }
 
   /** The tree's entries, in git's tree order. */
   async entries(oid: string): Promise<readonly TreeEntry[]> {
@@ -114,6 +120,11 @@ export class TreeEditor {
 
   private write(entries: TreeEntry[], stager: ObjectStager, previous: { oid: string; entries: readonly TreeEntry[] } | null = null): string {
     const oid = stager.writeTree(entries, previous);
+    // The version this one replaces is no folder's current tree any more (unless nothing changed): kept,
+    // it would take the place of a current one, since reading it as the base made it the most recent.
+    // At 50,000 items the superseded thousand-entry versions pushed current folders out, and each PUT
+    // read, parsed and encoded a whole folder again.
+    if (previous && previous.oid !== oid) this.cache.delete(previous.oid);
     this.cache.set(oid, entries);
     return oid;
   }
