@@ -43,6 +43,8 @@ interface Round {
   /** Server CPU (its own, its children's) per commit, ms. */
   cpuMs: number;
   childMs: number;
+  /** The server's own kernel time per commit, ms (part of `cpuMs`). */
+  systemMs: number;
   load: number;
   commits: number;
   /** Pack bytes written per commit (meaningful with `--repack 0`). */
@@ -100,6 +102,7 @@ async function putRound(s: Served, fixture: Fixture, dataDir: string): Promise<R
     commits,
     cpuMs: ((cpu1.self - cpu0.self + cpu1.children - cpu0.children) * 1000) / commits,
     childMs: ((cpu1.children - cpu0.children) * 1000) / commits,
+    systemMs: ((cpu1.system - cpu0.system) * 1000) / commits,
     load: await loadAverage(),
     packs: (await packCount(gitdir)) - packs0,
     packBytesPerCommit: ((await packBytes(gitdir)) - bytes0) / commits,
@@ -135,7 +138,7 @@ for (const items of ITEMS) {
       for (const s of order) {
         const r = await putRound(s.served, fixture, s.dataDir);
         s.rounds.push(r);
-        console.log(`${items} items, round ${round}, ${s.name}: ${r.commitsPerSecond.toFixed(1)} commits/s, CPU ${r.cpuMs.toFixed(2)} ms/commit (children ${r.childMs.toFixed(2)}), ${REPACK === '0' ? `${(r.commits / Math.max(1, r.packs)).toFixed(1)} commits per group commit, ${(r.packBytesPerCommit / 1024).toFixed(1)} KiB of pack per commit, ` : ''}load ${r.load}`);
+        console.log(`${items} items, round ${round}, ${s.name}: ${r.commitsPerSecond.toFixed(1)} commits/s, CPU ${r.cpuMs.toFixed(2)} ms/commit (children ${r.childMs.toFixed(2)}, kernel ${r.systemMs.toFixed(2)}), ${REPACK === '0' ? `${(r.commits / Math.max(1, r.packs)).toFixed(1)} commits per group commit, ${(r.packBytesPerCommit / 1024).toFixed(1)} KiB of pack per commit, ` : ''}load ${r.load}`);
       }
       if (WITH_GIT) {
         const dir = await copyFixture(fixture, join(work, `${items}-git`));
