@@ -115,11 +115,11 @@ export class TreeEditor {
     // Git has no empty folders: a folder whose last file left disappears from its parent.
     if (entries.length === 0) return null;
     // Named as the tree's previous version: built from its bytes, and within a batch stored as a delta of it.
-    return this.write(entries, stager, oid ? { oid, entries: base } : null);
+    return this.write(entries, stager, oid ? { oid, entries: base } : null, where.slice(0, -1));
   }
 
-  private write(entries: TreeEntry[], stager: ObjectStager, previous: { oid: string; entries: readonly TreeEntry[] } | null = null): string {
-    const oid = stager.writeTree(entries, previous);
+  private write(entries: TreeEntry[], stager: ObjectStager, previous: { oid: string; entries: readonly TreeEntry[] } | null = null, folder = ''): string {
+    const oid = stager.writeTree(entries, previous, folder);
     // The version this one replaces is no folder's current tree any more (unless nothing changed): kept,
     // it would take the place of a current one, since reading it as the base made it the most recent.
     // At 50,000 items the superseded thousand-entry versions pushed current folders out, and each PUT

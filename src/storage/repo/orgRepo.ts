@@ -62,7 +62,7 @@ export class OrgRepo {
     this.reader = new ObjectReader(fs, gitdir);
     this.snapshotFile = new IndexSnapshotFile(fs, gitdir, logger);
     this.snapshots = new SnapshotCadence(this.snapshotFile, logger, orgId);
-    this.repacks = git ? new RepackSchedule({ orgId, gitdir, git, reader: this.reader, logger, metrics, autoRepackObjects }) : null;
+    this.repacks = git ? new RepackSchedule({ orgId, fs, gitdir, git, reader: this.reader, logger, metrics, autoRepackObjects }) : null;
     this.views = new DerivedViews(orgId, logger);
     // Contents just written are what the next reads ask for: keep them rather than read them back.
     this.views.add({ name: 'content cache', published: (b) => b.written.forEach((text, oid) => this.contentCache.set(oid, text)) });
