@@ -11,6 +11,8 @@ export interface PackWeight {
 }
 
 export interface RollupReport {
+  /** Packs in objects/pack when it started. */
+  listed: number;
   /** Packs folded into one, and the objects they held. */
   packs: number;
   objects: number;
@@ -32,9 +34,10 @@ const WINDOW = 3;
 const FANOUT_END = 8 + 256 * 4;
 
 /**
- * The packs `git repack --geometric=2` would fold together (git 2.39's `split_pack_geometry`, by
- * object count): the largest packs that already grow by a factor of two stay, every smaller one
- * goes into the new pack, and so does any of the large ones that the new pack would outgrow.
+ * The packs `git repack --geometric=2` folds together, by object count: the largest packs that
+ * already grow by a factor of two stay, every smaller one goes into the new pack, and so does each
+ * next larger one that is less than twice the new pack so far. (That last rule is what git 2.39.5
+ * does, checked against it in test/storage/git/packRollup.test.ts.)
  */
 export function geometricRollup(packs: readonly PackWeight[], factor = 2): PackWeight[] {
   const sorted = [...packs].sort((a, b) => a.objects - b.objects);
@@ -45,7 +48,7 @@ export function geometricRollup(packs: readonly PackWeight[], factor = 2): PackW
   let total = sorted.slice(0, split).reduce((sum, p) => sum + p.objects, 0);
   for (let j = split; j < sorted.length; j++) {
     const ours = sorted[j] as PackWeight;
-    if (total < factor * ours.objects) break;
+    if (ours.objects >= factor * total) break;
     split++;
     total += ours.objects;
   }
@@ -69,7 +72,8 @@ export function geometricRollup(packs: readonly PackWeight[], factor = 2): PackW
 export async function rollUpPacks(args: { fs: FsPromises; gitdir: string; git: GitCli; names: ReadonlyMap<string, string> }): Promise<RollupReport | null> {
   const { fs, gitdir, git, names } = args;
   const packDir = `${gitdir}/objects/pack`;
-  const chosen = geometricRollup(await packWeights(fs, packDir));
+  const listed = await packWeights(fs, packDir);
+  const chosen = geometricRollup(listed);
   if (chosen.length < 2) return null;
   const ids: string[] = [];
   for (const pack of chosen) {
@@ -91,7 +95,7 @@ export async function rollUpPacks(args: { fs: FsPromises; gitdir: string; git: G
     if (pack.path === `${packDir}/pack-${checksum}`) continue;
     for (const ext of ['.idx', '.pack']) await fs.unlink(`${pack.path}${ext}`).catch((err: unknown) => (errnoCode(err) === 'ENOENT' ? undefined : Promise.reject(err)));
   }
-  return { packs: chosen.length, objects: ids.length, named, pack: checksum };
+  return { listed: listed.length, packs: chosen.length, objects: ids.length, named, pack: checksum };
 }
 
 /** Every pack of `packDir` with its index (dot-files and kept packs left out, as git leaves them), by object count. */

@@ -121,7 +121,10 @@ export class RepackSchedule {
     await reader.forgetDeletedPacks();
     this.objects = 0;
     this.packs -= report.packs - 1;
-    logger.info('rolled up packs', { org: orgId, ...report, ms: Math.round(secondsSince(started) * 1000) });
+    // Logged as git's repacks are (the same counts), with what the roll-up did beside.
+    const { listed, ...rollup } = report;
+    const before = { loose: 0, packs: listed };
+    logger.info('repacked', { org: orgId, before, after: { loose: 0, packs: listed - report.packs + 1 }, full: false, rollup: { ...rollup, ms: Math.round(secondsSince(started) * 1000) } });
   }
 
   /** The names gathered so far, for a repack starting now: the packs written while it runs are named in a new map. */
