@@ -3,7 +3,7 @@ import { secondsSince, type Metrics } from '../../common/metrics.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, RepackReport } from '../git/gitCli.js';
 import type { FlushReport } from '../git/objectStager.js';
-import { hasLooseObjects, rollUpPacks, type RollupReport } from '../git/packRollup.js';
+import { rollUpPacks, type RollupReport } from '../git/packRollup.js';
 import type { ObjectReader } from './objectReader.js';
 
 /**
@@ -97,7 +97,8 @@ export class RepackSchedule {
   /** A roll-up when it can, else git's repack. */
   private async automatic(): Promise<void> {
     const { fs, gitdir, git, reader, logger, orgId, metrics } = this.deps;
-    if (!this.rollups || (await hasLooseObjects(fs, gitdir))) {
+    // Counted by C git, as before every repack: nothing of the write path's files is touched here.
+    if (!this.rollups || (await git.countObjects(gitdir)).loose > 0) {
       await this.repackNow();
       return;
     }
