@@ -148,8 +148,9 @@ export class OrgRepo {
    * Stores a file item's original bytes as blob `oid` (hashed by the caller), durably, before the
    * commit that names it is queued: the large write happens outside the write queue.
    */
-  storeFile(bytes: Uint8Array, oid: string): Promise<void> {
-    return writeLooseBlob({ fs: this.fs, gitdir: this.gitdir, oid, bytes });
+  async storeFile(bytes: Uint8Array, oid: string): Promise<void> {
+    await writeLooseBlob({ fs: this.fs, gitdir: this.gitdir, oid, bytes });
+    this.repacks?.storedLoose();
   }
 
   /** A file item's original bytes (the blob its record's `fileKey` names). */

@@ -42,6 +42,13 @@ export class RepackSchedule {
   private names = new Map<string, string>();
   /** Every small pack's trees can be named: roll-ups instead of git's repack (see above). */
   private rollups = false;
+  /**
+   * Loose objects in the repository (file items' bytes), as far as this process knows: counted by
+   * git at the open and after each of its repacks, plus those stored since. Kept here rather than
+   * counted by a `git count-objects` before each roll-up: at 50,000 items spawning a git from the
+   * server costs ~20 ms of its CPU.
+   */
+  private loose = 0;
 
   constructor(
     private readonly deps: {
@@ -62,6 +69,7 @@ export class RepackSchedule {
     if (this.deps.autoRepackObjects === 0) return;
     const counts = await this.deps.git.countObjects(this.deps.gitdir);
     this.objects = counts.loose;
+    this.loose = counts.loose;
     this.packs = counts.packs;
     this.rollups = counts.packs <= 1;
   }
@@ -76,6 +84,11 @@ export class RepackSchedule {
     for (const [oid, name] of flushed.names) this.names.set(oid, name);
     const due = this.packs >= AUTO_REPACK_PACKS || this.objects >= autoRepackObjects;
     if (due && !this.running) this.one(() => this.automatic()).catch((err: unknown) => logger.warn('automatic repack failed', { org: orgId, error: String(err) }));
+  }
+
+  /** Notes a loose object written (a file item's bytes): the next repack is git's, which packs it. */
+  storedLoose(): void {
+    this.loose++;
   }
 
   /** `git repack --geometric=2`, now (after the one under way, if any). */
@@ -97,8 +110,7 @@ export class RepackSchedule {
   /** A roll-up when it can, else git's repack. */
   private async automatic(): Promise<void> {
     const { fs, gitdir, git, reader, logger, orgId, metrics } = this.deps;
-    // Counted by C git, as before every repack: nothing of the write path's files is touched here.
-    if (!this.rollups || (await git.countObjects(gitdir)).loose > 0) {
+    if (!this.rollups || this.loose > 0) {
       await this.repackNow();
       return;
     }
@@ -160,6 +172,7 @@ export class RepackSchedule {
     metrics.repack({ seconds: secondsSince(started), ok: true });
     await reader.forgetDeletedPacks();
     this.objects = report.after.loose;
+    this.loose = report.after.loose;
     // Counted after git finished: packs written while it ran are in the count already.
     this.packs = report.after.packs;
     // Every small pack left is one this process wrote since (or none).
