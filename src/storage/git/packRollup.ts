@@ -68,9 +68,10 @@ export function geometricRollup(packs: readonly PackWeight[], factor = 2): PackW
  * removals: a journaling file system (ext4, xfs) makes changes to one directory durable in the
  * order they were made, so no crash keeps the removals and loses the new pack's names. A crash at
  * any point leaves every object in some pack. The calls here are the ones the pack reader makes
- * (listing objects/pack, reading indexes, removing packs), none of the write path's. Packs written meanwhile are not touched; readers
- * of a removed pack keep their open descriptor or find the object again by listing the packs.
- * Returns null when there is nothing to fold (fewer than two packs in the split).
+ * (listing objects/pack, reading indexes, removing packs), none of the write path's. Packs written
+ * meanwhile are not touched; readers of a removed pack keep their open descriptor or find the
+ * object again by listing the packs. Returns null when there is nothing to fold (fewer than two
+ * packs in the split).
  */
 export async function rollUpPacks(args: { fs: FsPromises; gitdir: string; git: GitCli; names: ReadonlyMap<string, string> }): Promise<RollupReport | null> {
   const { fs, gitdir, git, names } = args;
