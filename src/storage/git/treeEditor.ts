@@ -37,6 +37,12 @@ export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
  */
 export class TreeEditor {
   private readonly cache: Lru<string, readonly TreeEntry[]>;
+  /**
+   * The trees written through the two latest stagers (one per batch): perhaps not on disk yet, since
+   * one batch is flushed while the next is built. A batch is built only once the one two before it
+   * is over, so a tree written before these is on disk.
+   */
+  private readonly recent: Array<{ stager: ObjectStager; oids: Set<string>; replaced: string[] }> = [];
 
   /**
    * `cacheEntries`: the cache's size in entries. 200,000 hold every folder's current tree of a
@@ -119,14 +125,36 @@ export class TreeEditor {
   }
 
   private write(entries: TreeEntry[], stager: ObjectStager, previous: { oid: string; entries: readonly TreeEntry[] } | null = null, folder = ''): string {
+    const batch = this.batchOf(stager);
     const oid = stager.writeTree(entries, previous, folder);
-    // The version this one replaces is no folder's current tree any more (unless nothing changed): kept,
-    // it would take the place of a current one, since reading it as the base made it the most recent.
-    // At 50,000 items the superseded thousand-entry versions pushed current folders out, and each PUT
-    // read, parsed and encoded a whole folder again.
-    if (previous && previous.oid !== oid) this.cache.delete(previous.oid);
+    // The version this one replaces is no longer this folder's tree: kept, it would take the place of a
+    // current one, since reading it as the base made it the most recent. At 50,000 items the replaced
+    // thousand-entry versions pushed current folders out, and each PUT read, parsed and encoded a whole
+    // folder again. One that may not be on disk yet goes two batches later: another folder with the
+    // same files (the same id) may still need it, and reading it back would find nothing.
+    if (previous && previous.oid !== oid) {
+      if (this.mayBeUnflushed(previous.oid)) batch.replaced.push(previous.oid);
+      else this.cache.delete(previous.oid);
+    }
     this.cache.set(oid, entries);
+    batch.oids.add(oid);
     return oid;
+  }
+
+  private mayBeUnflushed(oid: string): boolean {
+    return this.recent.some((r) => r.oids.has(oid));
+  }
+
+  /** The trees `stager`'s batch wrote, and the replaced ones it kept; a third batch retires the oldest. */
+  private batchOf(stager: ObjectStager): { oids: Set<string>; replaced: string[] } {
+    let latest = this.recent[this.recent.length - 1];
+    if (latest?.stager !== stager) {
+      latest = { stager, oids: new Set(), replaced: [] };
+      this.recent.push(latest);
+      const done = this.recent.length > 2 ? this.recent.shift() : undefined;
+      for (const old of done?.replaced ?? []) if (!this.mayBeUnflushed(old)) this.cache.delete(old);
+    }
+    return latest;
   }
 }
 

@@ -231,5 +231,21 @@ describe('storage/treeEditor (memfs)', () => {
       expect(reads).to.deep.equal([]);
       expect((await lookup(fs, GITDIR, head, 'f3/i3.md'))?.oid).to.equal(versions['v23']);
     });
+
+    it('keeps a replaced tree that may not be on disk yet: another folder with the same files still finds it', async () => {
+      const oids = await blobs({ 'same.md': 'same', 'other.md': 'other' });
+      const editor = new TreeEditor(reader());
+      // Batch 1, not flushed yet (its pack is being fsynced): folders p/ and q/ get the very same tree.
+      const first = new ObjectStager();
+      const one = await editor.apply(null, [{ path: 'p/x.md', oid: oids['same.md'] as string }, { path: 'q/x.md', oid: oids['same.md'] as string }], first);
+      // Batch 2, built meanwhile: p/ changes (its previous tree is q/'s too), then q/ does.
+      const second = new ObjectStager();
+      const two = await editor.apply(one, [{ path: 'p/y.md', oid: oids['other.md'] as string }], second);
+      const three = await editor.apply(two, [{ path: 'q/z.md', oid: oids['other.md'] as string }], second);
+      await first.flush(fs, GITDIR);
+      await second.flush(fs, GITDIR);
+      expect((await lookup(fs, GITDIR, three, 'q/x.md'))?.oid).to.equal(oids['same.md']);
+      expect((await lookup(fs, GITDIR, three, 'q/z.md'))?.oid).to.equal(oids['other.md']);
+    });
   });
 });
