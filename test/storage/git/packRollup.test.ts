@@ -118,10 +118,12 @@ describe('storage/packRollup: small packs folded by git pack-objects', () => {
     for (const id of ids) expect((await db.read(id)).type).to.be.oneOf(['blob', 'tree', 'commit']);
     db.close();
     // The 300-entry folder trees: after the first version of each folder (its base is in the large
-    // pack, which a roll-up leaves alone), every version is a delta of another.
+    // pack, which a roll-up leaves alone), nearly every version is a delta of another (git's delta
+    // search runs in threads, each on its own share of the list: at a share's edge a version may miss
+    // its base). Without the names, 6 to 10 of the 24 were whole.
     const folders = [...rolled].filter(([id, o]) => o.type === 'tree' && names.get(id)?.startsWith('docs/f'));
     expect(folders).to.have.length(24);
-    expect(folders.filter(([, o]) => o.depth === 0).length, 'whole folder trees').to.be.at.most(2);
+    expect(folders.filter(([, o]) => o.depth === 0).length, 'whole folder trees').to.be.at.most(4);
   });
 
   it('leaves the packs alone when there is nothing to fold', async () => {
