@@ -16,6 +16,14 @@ export class Lru<K, V> {
     return hit.value;
   }
 
+  /** Forgets `key` (a value known to be superseded: its weight is better spent on others). */
+  delete(key: K): void {
+    const hit = this.map.get(key);
+    if (!hit) return;
+    this.total -= hit.weight;
+    this.map.delete(key);
+  }
+
   set(key: K, value: V): void {
     const weight = this.weigh(value);
     const old = this.map.get(key);

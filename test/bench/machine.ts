@@ -101,13 +101,14 @@ let clockTicks: number | undefined;
  * CPU seconds (user + system) a process has used so far, and its finished children (the git processes
  * our server runs), from /proc/<pid>/stat; NaN when unreadable.
  */
-export async function cpuSecondsOf(pid: number): Promise<{ self: number; children: number }> {
+export async function cpuSecondsOf(pid: number): Promise<{ self: number; children: number; system: number }> {
   clockTicks ??= Number((await run('getconf', ['CLK_TCK'])).out) || 100;
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
-  if (!stat) return { self: NaN, children: NaN };
+  if (!stat) return { self: NaN, children: NaN, system: NaN };
   // Fields after the command name (which may hold spaces, inside parentheses): utime, stime, cutime, cstime are the 12th to 15th.
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-  return { self: ((f[11] ?? NaN) + (f[12] ?? NaN)) / clockTicks, children: ((f[13] ?? NaN) + (f[14] ?? NaN)) / clockTicks };
+  // `system`: the process's own kernel time (part of `self`): file writes, fsyncs, the network.
+  return { self: ((f[11] ?? NaN) + (f[12] ?? NaN)) / clockTicks, children: ((f[13] ?? NaN) + (f[14] ?? NaN)) / clockTicks, system: (f[12] ?? NaN) / clockTicks };
 }
 
 /** CPU seconds the whole machine spent busy so far (all CPUs, everything but idle and iowait), from /proc/stat. */

@@ -160,7 +160,7 @@ if (PUTS > 0) {
     } else {
       entries.set(path, entry);
       head = next;
-      await index.published({ parent, head, root: 'root', commits, written, flushed: { objects: 2, packs: 1 } });
+      await index.published({ parent, head, root: 'root', commits, written, flushed: { objects: 2, packs: 1, names: new Map() } });
       committed.push(cpu() - c0);
     }
   }

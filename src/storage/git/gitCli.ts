@@ -175,6 +175,30 @@ export class GitCli {
   }
 
   /**
+   * `git pack-objects` of exactly the objects named in `input` (`<id>[ <path>]` lines: the path only
+   * groups objects for the delta search, as C git's own walk would), written as
+   * `<packDir>/pack-<checksum>.pack` and `.idx` (fsynced by git, renamed into place, index last).
+   * Returns the checksum. `window`: how many neighbours each object is tried against as a delta.
+   */
+  packObjects(args: { gitdir: string; packDir: string; input: string; window: number }): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const argv = ['--git-dir', args.gitdir, 'pack-objects', '--delta-base-offset', '--non-empty', '-q', `--window=${args.window}`, `${args.packDir}/pack`];
+      const child = spawn('git', argv, { env: { ...this.env, GIT_TERMINAL_PROMPT: '0' }, stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+      child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+      child.stdin.on('error', () => undefined); // its exit code tells
+      child.on('error', reject);
+      child.on('close', (code) => {
+        const checksum = /^[0-9a-f]{40}$/m.exec(out)?.[0];
+        if (code === 0 && checksum) resolve(checksum);
+        else reject(new Error(`git pack-objects failed (${String(code)}): ${out.trim()}`));
+      });
+      child.stdin.end(args.input);
+    });
+  }
+
+  /**
    * `git fsck --strict`, tolerant of one thing only: a repack running beside it
    * (the server's, or one left running by a server that was killed: SIGKILL does
    * not reach its child git) moves loose objects into a pack while fsck lists

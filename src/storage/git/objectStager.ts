@@ -18,6 +18,11 @@ export interface FlushReport {
   objects: number;
   /** Packs written: 1, or 0 when nothing was staged. */
   packs: number;
+  /**
+   * The folder of each tree written (by id; '' for the root): what C git's own walk would name it,
+   * so that a roll-up of these packs (`packRollup.ts`) can hand git the names instead of a walk.
+   */
+  names: ReadonlyMap<string, string>;
 }
 
 /**
@@ -37,6 +42,8 @@ export class ObjectStager {
   private readonly trees = new Map<string, number>();
   private readonly deltas = new Map<string, PackDelta>();
   private sealed: BuiltPack | null = null;
+  /** Trees' folders (see FlushReport.names), for the staged objects, sealed or not. */
+  private names = new Map<string, string>();
   /** Objects in the sealed pack. */
   private count = 0;
 
@@ -56,7 +63,13 @@ export class ObjectStager {
    * same batch, this one goes in the pack as a delta of it, when that is smaller and the chain not
    * too long; its id is still that of the whole tree.
    */
-  writeTree(entries: readonly TreeEntry[], previous?: { oid: string; entries: readonly TreeEntry[] } | null): string {
+  writeTree(entries: readonly TreeEntry[], previous?: { oid: string; entries: readonly TreeEntry[] } | null, folder?: string): string {
+    const oid = this.stageTree(entries, previous);
+    if (folder !== undefined) this.names.set(oid, folder);
+    return oid;
+  }
+
+  private stageTree(entries: readonly TreeEntry[], previous?: { oid: string; entries: readonly TreeEntry[] } | null): string {
     if (!previous) {
       const object = gitObject('tree', treeBytes(inTreeOrderOf(entries)).body);
       if (!this.objects.has(object.oid)) this.trees.set(object.oid, 0);
@@ -107,9 +120,11 @@ export class ObjectStager {
     this.seal();
     const sealed = this.sealed;
     const objects = this.count;
+    const names = this.names;
     this.sealed = null;
     this.count = 0;
-    if (!sealed) return { objects: 0, packs: 0 };
+    this.names = new Map();
+    if (!sealed) return { objects: 0, packs: 0, names };
     const { checksum, pack, idx } = sealed;
     const dir = `${gitdir}/objects/pack`;
     const suffix = randomBytes(8).toString('hex');
@@ -142,7 +157,7 @@ export class ObjectStager {
       throw err;
     }
     await fsyncDir(fs, dir);
-    return { objects, packs: 1 };
+    return { objects, packs: 1, names };
   }
 }
 

@@ -36,13 +36,25 @@ export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
  * same folders reads nothing from disk, and nothing it has not yet flushed.
  */
 export class TreeEditor {
+  private readonly cache: Lru<string, readonly TreeEntry[]>;
   /**
-   * Sized in entries: 200,000 hold every folder's current tree of a 50,000-item
-   * organization (items and records, a thousand per folder) with room to spare.
+   * The trees written through the two latest stagers (one per batch): perhaps not on disk yet, since
+   * one batch is flushed while the next is built. A batch is built only once the one two before it
+   * is over, so a tree written before these is on disk.
    */
-  private readonly cache = new Lru<string, readonly TreeEntry[]>(200_000, (entries) => 1 + entries.length);
+  private readonly recent: Array<{ stager: ObjectStager; oids: Set<string>; replaced: string[] }> = [];
 
-  constructor(private readonly readTree: (oid: string) => Promise<TreeEntry[]>) {}
+  /**
+   * `cacheEntries`: the cache's size in entries. 200,000 hold every folder's current tree of a
+   * 50,000-item organization (items and records, a thousand per folder) with room to spare, as
+   * long as superseded versions leave it (`write`).
+   */
+  constructor(
+    private readonly readTree: (oid: string) => Promise<TreeEntry[]>,
+    { cacheEntries = 200_000 }: { cacheEntries?: number } = {},
+  ) {
+    this.cache = new Lru<string, readonly TreeEntry[]>(cacheEntries, (entries) => 1 + entries.length);
+  }
 
   /** The tree's entries, in git's tree order. */
   async entries(oid: string): Promise<readonly TreeEntry[]> {
@@ -109,13 +121,40 @@ export class TreeEditor {
     // Git has no empty folders: a folder whose last file left disappears from its parent.
     if (entries.length === 0) return null;
     // Named as the tree's previous version: built from its bytes, and within a batch stored as a delta of it.
-    return this.write(entries, stager, oid ? { oid, entries: base } : null);
+    return this.write(entries, stager, oid ? { oid, entries: base } : null, where.slice(0, -1));
   }
 
-  private write(entries: TreeEntry[], stager: ObjectStager, previous: { oid: string; entries: readonly TreeEntry[] } | null = null): string {
-    const oid = stager.writeTree(entries, previous);
+  private write(entries: TreeEntry[], stager: ObjectStager, previous: { oid: string; entries: readonly TreeEntry[] } | null = null, folder = ''): string {
+    const batch = this.batchOf(stager);
+    const oid = stager.writeTree(entries, previous, folder);
+    // The version this one replaces is no longer this folder's tree: kept, it would take the place of a
+    // current one, since reading it as the base made it the most recent. At 50,000 items the replaced
+    // thousand-entry versions pushed current folders out, and each PUT read, parsed and encoded a whole
+    // folder again. One that may not be on disk yet goes two batches later: another folder with the
+    // same files (the same id) may still need it, and reading it back would find nothing.
+    if (previous && previous.oid !== oid) {
+      if (this.mayBeUnflushed(previous.oid)) batch.replaced.push(previous.oid);
+      else this.cache.delete(previous.oid);
+    }
     this.cache.set(oid, entries);
+    batch.oids.add(oid);
     return oid;
+  }
+
+  private mayBeUnflushed(oid: string): boolean {
+    return this.recent.some((r) => r.oids.has(oid));
+  }
+
+  /** The trees `stager`'s batch wrote, and the replaced ones it kept; a third batch retires the oldest. */
+  private batchOf(stager: ObjectStager): { oids: Set<string>; replaced: string[] } {
+    let latest = this.recent[this.recent.length - 1];
+    if (latest?.stager !== stager) {
+      latest = { stager, oids: new Set(), replaced: [] };
+      this.recent.push(latest);
+      const done = this.recent.length > 2 ? this.recent.shift() : undefined;
+      for (const old of done?.replaced ?? []) if (!this.mayBeUnflushed(old)) this.cache.delete(old);
+    }
+    return latest;
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Logger } from '../../common/log.js';
+import type { FlushReport } from '../git/objectStager.js';
 import type { HistoryEntry } from './historyLog.js';
 import type { IndexView } from './itemIndex.js';
 
@@ -12,8 +13,8 @@ export interface PublishedBatch {
   commits: readonly HistoryEntry[];
   /** Contents written by the batch, by blob id (what a reader would otherwise read back from git). */
   written: ReadonlyMap<string, string>;
-  /** Objects and packs the batch added to the repository. */
-  flushed: { objects: number; packs: number };
+  /** Objects and packs the batch added to the repository, and its trees' folders. */
+  flushed: FlushReport;
 }
 
 /** A batch about to be published: its commits are built, its objects are being made durable. */

@@ -62,7 +62,7 @@ export class OrgRepo {
     this.reader = new ObjectReader(fs, gitdir);
     this.snapshotFile = new IndexSnapshotFile(fs, gitdir, logger);
     this.snapshots = new SnapshotCadence(this.snapshotFile, logger, orgId);
-    this.repacks = git ? new RepackSchedule({ orgId, gitdir, git, reader: this.reader, logger, metrics, autoRepackObjects }) : null;
+    this.repacks = git ? new RepackSchedule({ orgId, fs, gitdir, git, reader: this.reader, logger, metrics, autoRepackObjects }) : null;
     this.views = new DerivedViews(orgId, logger);
     // Contents just written are what the next reads ask for: keep them rather than read them back.
     this.views.add({ name: 'content cache', published: (b) => b.written.forEach((text, oid) => this.contentCache.set(oid, text)) });
@@ -148,8 +148,9 @@ export class OrgRepo {
    * Stores a file item's original bytes as blob `oid` (hashed by the caller), durably, before the
    * commit that names it is queued: the large write happens outside the write queue.
    */
-  storeFile(bytes: Uint8Array, oid: string): Promise<void> {
-    return writeLooseBlob({ fs: this.fs, gitdir: this.gitdir, oid, bytes });
+  async storeFile(bytes: Uint8Array, oid: string): Promise<void> {
+    await writeLooseBlob({ fs: this.fs, gitdir: this.gitdir, oid, bytes });
+    this.repacks?.storedLoose();
   }
 
   /** A file item's original bytes (the blob its record's `fileKey` names). */

@@ -58,10 +58,11 @@ describe('storage/packFile', () => {
     await cgit(['init', '--bare', '-q', gitdir]);
     const stager = new ObjectStager();
     const readme = stager.writeBlob(Buffer.from('# hello\n'));
-    const tree = stager.writeTree([{ mode: '100644', path: 'README.md', oid: readme, type: 'blob' }]);
+    const tree = stager.writeTree([{ mode: '100644', path: 'README.md', oid: readme, type: 'blob' }], null, '');
     const commit = stager.writeCommit({ tree, parents: [], author: { name: 'A', email: 'a@x', timestamp: 1_700_000_000 }, message: 'first' });
     const report = await stager.flush(nodeFs as unknown as FsPromises, gitdir);
-    expect(report).to.deep.equal({ objects: 3, packs: 1 });
+    // The tree's folder (the root) is reported for the roll-up (packRollup.ts).
+    expect(report).to.deep.equal({ objects: 3, packs: 1, names: new Map([[tree, '']]) });
     expect(stager.size).to.equal(0);
     await cgit(['update-ref', 'refs/heads/main', commit], { gitdir });
     await cgit(['fsck', '--strict', '--no-dangling'], { gitdir });
@@ -73,7 +74,7 @@ describe('storage/packFile', () => {
     expect(names).to.have.length(2);
     expect(names[0]).to.match(/^pack-[0-9a-f]{40}\.idx$/);
     // Nothing staged, nothing written.
-    expect(await new ObjectStager().flush(nodeFs as unknown as FsPromises, gitdir)).to.deep.equal({ objects: 0, packs: 0 });
+    expect(await new ObjectStager().flush(nodeFs as unknown as FsPromises, gitdir)).to.deep.equal({ objects: 0, packs: 0, names: new Map() });
   });
 
   it('a failed write leaves no temp file and no pack without its index (memfs)', async () => {

@@ -214,5 +214,38 @@ describe('storage/treeEditor (memfs)', () => {
       expect((await lookup(fs, GITDIR, second.root, 'a/b/c/x2.md'))?.oid).to.equal(oids['a/b/c/x2.md']);
       expect((await lookup(fs, GITDIR, second.root, 'a/b/c/x.md'))?.oid).to.equal(oids['a/b/c/x.md']);
     });
+
+    it('keeps the current trees, not the versions they replaced: folders written in turn are never read again', async () => {
+      // Room for the current trees of four folders of ten files and the root (4 × 11 + 5 entries), with a
+      // little to spare but not for a second version of each: a cache that kept the replaced versions (each
+      // made the most recent when read as a base) pushed current folders out, and every change re-read its folder.
+      const files: Record<string, string> = {};
+      for (let f = 0; f < 4; f++) for (let i = 0; i < 10; i++) files[`f${f}/i${i}.md`] = `${f}-${i}`;
+      let head = (await apply(new TreeEditor(reader()), null, put(await blobs(files)))).root;
+      const editor = new TreeEditor(reader(), { cacheEntries: 60 });
+      const versions = await blobs(Object.fromEntries(Array.from({ length: 24 }, (_, n) => [`v${n}`, `version ${n}`])));
+      for (let n = 0; n < 24; n++) {
+        if (n === 4) reads = []; // each folder read once, on its first change
+        head = (await apply(editor, head, [{ path: `f${n % 4}/i${n % 10}.md`, oid: versions[`v${n}`] as string }])).root;
+      }
+      expect(reads).to.deep.equal([]);
+      expect((await lookup(fs, GITDIR, head, 'f3/i3.md'))?.oid).to.equal(versions['v23']);
+    });
+
+    it('keeps a replaced tree that may not be on disk yet: another folder with the same files still finds it', async () => {
+      const oids = await blobs({ 'same.md': 'same', 'other.md': 'other' });
+      const editor = new TreeEditor(reader());
+      // Batch 1, not flushed yet (its pack is being fsynced): folders p/ and q/ get the very same tree.
+      const first = new ObjectStager();
+      const one = await editor.apply(null, [{ path: 'p/x.md', oid: oids['same.md'] as string }, { path: 'q/x.md', oid: oids['same.md'] as string }], first);
+      // Batch 2, built meanwhile: p/ changes (its previous tree is q/'s too), then q/ does.
+      const second = new ObjectStager();
+      const two = await editor.apply(one, [{ path: 'p/y.md', oid: oids['other.md'] as string }], second);
+      const three = await editor.apply(two, [{ path: 'q/z.md', oid: oids['other.md'] as string }], second);
+      await first.flush(fs, GITDIR);
+      await second.flush(fs, GITDIR);
+      expect((await lookup(fs, GITDIR, three, 'q/x.md'))?.oid).to.equal(oids['same.md']);
+      expect((await lookup(fs, GITDIR, three, 'q/z.md'))?.oid).to.equal(oids['other.md']);
+    });
   });
 });
