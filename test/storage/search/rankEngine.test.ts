@@ -138,7 +138,7 @@ describe('storage/search: the in-memory ranking engine equals FTS5', function ()
             staged?.rollback();
           } else {
             head = next;
-            await index.published({ parent: head, head, root: 'r', commits, written, flushed: { objects: 1, packs: 1 } });
+            await index.published({ parent: head, head, root: 'r', commits, written, flushed: { objects: 1, packs: 1, names: new Map() } });
           }
           phase = `step ${step}`;
           await compare(40);
