@@ -80,6 +80,7 @@ export class OrgRepo {
         overlay.applyTo(this.state.index);
         this.state.head = head;
         this.state.rootTree = root;
+        return this.state.index;
       },
       reload: () => this.load(),
       afterAnswer: async (batch) => {

@@ -13,7 +13,8 @@ import { tmpDir } from '../../support/tmp.js';
  * How often a group commit waits for the disk (issue 17: the 1-writer figure is fsync-bound).
  * Every fsync is held until the test lets it go; once nothing but held fsyncs is in flight, the
  * held ones are one round. A commit must wait three times, in this order: the pack, its index and
- * the ref's lock file side by side; then `objects/pack` (the pack's name durable); then
+ * the ref's next value (staged beside the ref, see stageRefUpdate) side by side; then
+ * `objects/pack` (the pack's name durable); then
  * `refs/heads` (the ref's). The ref is renamed into place only after the second round, so no
  * crash can leave it naming a pack that is not on disk.
  */
@@ -49,7 +50,11 @@ class GatedFs {
   }
 
   private short(path: string): string {
-    return path.slice(this.root.length + 1).replace(/tmp_(pack|idx)_[0-9a-f]+/, 'tmp_$1').replace(/pack-[0-9a-f]+/, 'pack-*');
+    return path
+      .slice(this.root.length + 1)
+      .replace(/tmp_(pack|idx)_[0-9a-f]+/, 'tmp_$1')
+      .replace(/pack-[0-9a-f]+/, 'pack-*')
+      .replace(/main\.next-[0-9a-f]+\.lock/, 'main.next');
   }
 
   private handle(h: FileHandleLike, path: string): FileHandleLike {
@@ -96,7 +101,7 @@ describe('write pipeline: fsync rounds of a group commit (real disk)', () => {
     await tmp?.cleanup();
   });
 
-  it('waits for the disk three times: pack, index and ref lock together; objects/pack; refs/heads', async function () {
+  it('waits for the disk three times: pack, index and the ref staged together; objects/pack; refs/heads', async function () {
     this.timeout(60_000);
     tmp = await tmpDir('fsync-rounds');
     const dataDir = join(tmp.dir, 'data');
@@ -124,7 +129,7 @@ describe('write pipeline: fsync rounds of a group commit (real disk)', () => {
     for (const b of gated.held.splice(0)) b.release();
     const result = await writing;
 
-    expect(rounds).to.deep.equal([['objects/pack/tmp_idx', 'objects/pack/tmp_pack', 'refs/heads/main.lock'], ['objects/pack'], ['refs/heads']]);
+    expect(rounds).to.deep.equal([['objects/pack/tmp_idx', 'objects/pack/tmp_pack', 'refs/heads/main.next'], ['objects/pack'], ['refs/heads']]);
     // The ref moves after the pack's name is durable, and before its own directory is fsynced.
     const events = gated.events.filter((e) => !e.includes('knowledge-'));
     expect(events.indexOf('rename refs/heads/main')).to.be.above(events.indexOf('synced objects/pack'));
