@@ -62,7 +62,8 @@ async function packFiles(gitdir: string): Promise<string[]> {
 /** Bytes of the packs in `gitdir` (all of them: with `--repack 0`, the round's are the growth). */
 async function packBytes(gitdir: string): Promise<number> {
   let total = 0;
-  for (const f of await packFiles(gitdir)) total += (await stat(f)).size;
+  // A pack listed may be gone by its stat: an automatic repack replaced it meanwhile.
+  for (const f of await packFiles(gitdir)) total += (await stat(f).catch(() => ({ size: 0 }))).size;
   return total;
 }
 

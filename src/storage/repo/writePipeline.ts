@@ -85,6 +85,8 @@ export class WritePipeline {
   private draining = false;
   private drained: Promise<void> = Promise.resolve();
   private closed = false;
+  /** Wakes `drain` while it waits for a batch in flight: a write queued meanwhile may start the next batch. */
+  private wake: () => void = () => undefined;
 
   constructor(
     private readonly deps: GroupCommitDeps & {
@@ -99,7 +101,7 @@ export class WritePipeline {
     if (this.closed) return Promise.reject(new Error(`repository ${this.deps.orgId} is closed`));
     return new Promise<WriteResult>((resolve, reject) => {
       this.queue.push({ txn, resolve, reject });
-      if (this.draining) return;
+      if (this.draining) return this.wake();
       this.draining = true;
       this.drained = this.drain();
     });
@@ -128,7 +130,8 @@ export class WritePipeline {
     try {
       while (this.queue.length > 0 || inFlight.size > 0) {
         if (this.queue.length === 0 || inFlight.size >= MAX_IN_FLIGHT) {
-          await Promise.race(inFlight);
+          const queued = this.queue.length === 0 ? new Promise<void>((resolve) => (this.wake = resolve)) : null;
+          await Promise.race<unknown>(queued ? [...inFlight, queued] : [...inFlight]);
           continue;
         }
         if (tail?.failed) tail = null;

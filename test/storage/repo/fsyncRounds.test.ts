@@ -2,9 +2,10 @@ import { promises as nodeFs } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { silentLogger } from '../../../src/common/log.js';
-import type { FileHandleLike, FsPromises } from '../../../src/storage/fs/fs.js';
+import type { FsPromises } from '../../../src/storage/fs/fs.js';
 import { OrgRepo } from '../../../src/storage/repo/orgRepo.js';
 import { OrgStore } from '../../../src/storage/repo/orgStore.js';
+import { GatedFs } from '../../support/gatedFs.js';
 import { fsckStrict, hostGit } from '../../support/git.js';
 import { putIntent } from '../../support/intents.js';
 import { tmpDir } from '../../support/tmp.js';
@@ -18,80 +19,6 @@ import { tmpDir } from '../../support/tmp.js';
  * `refs/heads` (the ref's). The ref is renamed into place only after the second round, so no
  * crash can leave it naming a pack that is not on disk.
  */
-
-/** node's fs.promises, counting calls in flight and holding every fsync while `hold` is on. */
-class GatedFs {
-  inFlight = 0;
-  hold = false;
-  readonly held: Array<{ path: string; release: () => void }> = [];
-  readonly events: string[] = [];
-  readonly fs: FsPromises;
-
-  constructor(private readonly root: string) {
-    const track =
-      <A extends unknown[], R>(name: string, fn: (...args: A) => Promise<R>) =>
-      async (...args: A): Promise<R> => {
-        this.inFlight++;
-        try {
-          if (name === 'rename') this.events.push(`rename ${this.short(String(args[1]))}`);
-          return await fn(...args);
-        } finally {
-          this.inFlight--;
-        }
-      };
-    const base = nodeFs as unknown as FsPromises;
-    const wrapped: Record<string, unknown> = {};
-    for (const name of Object.keys(base) as Array<keyof FsPromises>) {
-      const fn = base[name] as unknown as (...args: unknown[]) => Promise<unknown>;
-      if (typeof fn === 'function') wrapped[name] = track(name, fn.bind(nodeFs));
-    }
-    wrapped.open = track('open', async (path: string, flags: string, mode?: number) => this.handle(await base.open(path, flags, mode), path));
-    this.fs = wrapped as unknown as FsPromises;
-  }
-
-  private short(path: string): string {
-    return path
-      .slice(this.root.length + 1)
-      .replace(/tmp_(pack|idx)_[0-9a-f]+/, 'tmp_$1')
-      .replace(/pack-[0-9a-f]+/, 'pack-*')
-      .replace(/main\.next-[0-9a-f]+\.lock/, 'main.next');
-  }
-
-  private handle(h: FileHandleLike, path: string): FileHandleLike {
-    return {
-      write: (data) => this.tracked(() => h.write(data)),
-      chmod: (mode) => this.tracked(() => h.chmod(mode)),
-      close: () => this.tracked(() => h.close()),
-      read: (b, o, l, p) => this.tracked(() => h.read(b, o, l, p)),
-      stat: () => this.tracked(() => h.stat()),
-      sync: async () => {
-        if (this.hold) {
-          await new Promise<void>((release) => this.held.push({ path: this.short(path), release }));
-          this.events.push(`synced ${this.short(path)}`);
-        }
-        return this.tracked(() => h.sync());
-      },
-    };
-  }
-
-  private async tracked<R>(fn: () => Promise<R>): Promise<R> {
-    this.inFlight++;
-    try {
-      return await fn();
-    } finally {
-      this.inFlight--;
-    }
-  }
-
-  /** Resolves once nothing but held fsyncs has been in flight for a few turns of the event loop. */
-  async quiet(): Promise<void> {
-    for (let calm = 0, turns = 0; calm < 5; turns++) {
-      await new Promise((r) => setImmediate(r));
-      calm = this.inFlight === 0 ? calm + 1 : 0;
-      if (turns > 100_000) throw new Error('the write never settled');
-    }
-  }
-}
 
 describe('write pipeline: fsync rounds of a group commit (real disk)', () => {
   let tmp: { dir: string; cleanup: () => Promise<void> };
