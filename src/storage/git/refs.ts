@@ -120,17 +120,18 @@ export async function stageRefUpdate(args: Omit<RefSwapArgs, 'expected'> & { exp
       let lock: LockFile;
       try {
         lock = await LockFile.acquireWritten(fs, target, staged, args.lock);
-        // Removed before the ref moves: a failure from here on fails the swap with the ref untouched.
-        await fs.unlink(staged);
       } catch (err) {
         await discard();
         throw err;
       }
       try {
+        // Removed before the ref moves: a failure up to the rename fails the swap with the ref untouched.
+        await fs.unlink(staged);
         const actual = await readRef(fs, gitdir, ref);
         if (actual !== expected) throw new RefConflict({ ref, expected, actual });
       } catch (err) {
         await lock.release();
+        await discard();
         throw err;
       }
       await publishLock({ fs, gitdir, ref, expected, next, lock, lockOptions: args.lock, whileSyncing: opts.whileSyncing });
