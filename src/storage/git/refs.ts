@@ -141,6 +141,30 @@ export async function stageRefUpdate(args: Omit<RefSwapArgs, 'expected'> & { exp
 }
 
 /**
+ * Removes the staged values a crash left beside `ref` (see `stageRefUpdate`), when a repository is
+ * opened. Only those older than `staleMs`, as for a lock: a tool that opens the repository beside a
+ * running server (`verify`) must not take a live writer's value away (a write holds one for milliseconds).
+ */
+export async function removeStagedRefUpdates(fs: FsPromises, gitdir: string, ref = MAIN_REF, staleMs = 30_000): Promise<void> {
+  const target = `${gitdir}/${ref}`;
+  const dir = dirname(target);
+  const prefix = `${target.slice(dir.length + 1)}.next-`;
+  let names: string[];
+  try {
+    names = await fs.readdir(dir);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return;
+    throw err;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !name.endsWith('.lock')) continue;
+    const path = `${dir}/${name}`;
+    const age = await fs.stat(path).then((st) => Date.now() - st.mtimeMs, () => 0);
+    if (age > staleMs) await fs.unlink(path).catch(() => undefined);
+  }
+}
+
+/**
  * Renames a written lock over the ref and fsyncs the directory. The rename may go through and only
  * the fsync of the directory fail: the branch shows `next`, but not durably, and the caller answers
  * failure (a write answers 200 only once the ref update is durable). Then `expected` is put back, so
