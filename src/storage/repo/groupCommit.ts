@@ -118,7 +118,8 @@ export async function commitBatch(deps: GroupCommitDeps, flight: Flight, previou
     if (o.result) o.pending.resolve(o.result);
     else o.pending.reject(o.error);
   }
-  await deps.afterAnswer(published);
+  // The batches after this one wait for `done`: a failure here (a snapshot, a repack) must not hold them up.
+  await deps.afterAnswer(published).catch((err: unknown) => deps.logger.error('after a group commit', { org: deps.orgId, error: String(err) }));
   return true;
 }
 
