@@ -125,6 +125,45 @@ describe('write pipeline: two batches in flight (real disk)', function () {
     await fsckStrict(gitdir);
   });
 
+  it('while a batch is in flight, the next waits until as many writes are queued as the last batch answered, or until none is in flight', async () => {
+    // A batch of two, answered: two writers are "on their way back".
+    gated.hold = true;
+    const lone = put('gather/a.md', 'a\n');
+    await gated.quiet();
+    const pair = [put('gather/b.md', 'b\n'), put('gather/c.md', 'c\n')];
+    await releaseAll(Promise.all([lone, ...pair]));
+    await Promise.all(pair);
+
+    const d = put('gather/d.md', 'd\n');
+    await gated.quiet();
+    expect(paths(gated.held.splice(0))).to.deep.equal(ROUND_ONE);
+    // One write queued while d is in flight: not yet a batch of its own.
+    const e = put('gather/e.md', 'e\n');
+    await gated.quiet();
+    expect(gated.held, 'e was cut into a batch of its own').to.have.length(0);
+    // The second one: e and f go as one batch, one pack.
+    const f = put('gather/f.md', 'f\n');
+    await gated.quiet();
+    expect(paths(gated.held.splice(0))).to.deep.equal(ROUND_ONE);
+    gated.letAllGo();
+    const [, eDone, fDone] = await Promise.all([d, e, f]);
+    // e and f were published as one batch: the views heard of f's commit as its head, never of e's.
+    expect(told.at(-1)).to.equal(fDone.commitId);
+    expect(told).to.not.include(eDone.commitId);
+
+    // Once nothing is in flight, a lone write goes at once.
+    gated.hold = true;
+    const g = put('gather/g.md', 'g\n');
+    await gated.quiet();
+    expect(paths(gated.held.splice(0))).to.deep.equal(ROUND_ONE);
+    const h = put('gather/h.md', 'h\n');
+    await gated.quiet();
+    expect(gated.held).to.have.length(0);
+    gated.letAllGo();
+    await Promise.all([g, h]);
+    await fsckStrict(gitdir);
+  });
+
   it('when the first batch fails at its ref update, the second fails too and the state is as before both', async () => {
     const before = repo.headCommit;
     const historySize = repo.history.size;
