@@ -31,8 +31,8 @@ export async function writeAndSync(fs: FsPromises, path: string, data: Uint8Arra
   }
 }
 
-/** Makes a rename or a new entry in `dir` durable. */
-export async function fsyncDir(fs: FsPromises, dir: string): Promise<void> {
+/** Makes a rename or a new entry in `dir` durable; `whileSyncing` is called once the fsync is under way. */
+export async function fsyncDir(fs: FsPromises, dir: string, whileSyncing?: () => void): Promise<void> {
   let handle;
   try {
     handle = await fs.open(dir, 'r');
@@ -42,7 +42,12 @@ export async function fsyncDir(fs: FsPromises, dir: string): Promise<void> {
     throw err;
   }
   try {
-    await handle.sync();
+    const syncing = handle.sync();
+    try {
+      whileSyncing?.();
+    } finally {
+      await syncing;
+    }
   } finally {
     await handle.close();
   }

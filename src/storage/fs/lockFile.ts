@@ -26,16 +26,37 @@ export class LockFile {
     private readonly fs: FsPromises,
     readonly path: string,
     readonly target: string,
-    private readonly handle: FileHandleLike,
+    /** Null for a lock taken with its content already written (`acquireWritten`). */
+    private readonly handle: FileHandleLike | null,
   ) {}
 
-  static async acquire(fs: FsPromises, target: string, options: LockOptions = {}): Promise<LockFile> {
+  static acquire(fs: FsPromises, target: string, options: LockOptions = {}): Promise<LockFile> {
+    return LockFile.take(fs, target, options, async (path) => new LockFile(fs, path, target, await fs.open(path, 'wx', 0o644)));
+  }
+
+  /**
+   * Takes the lock with `written` as its content: a file beside the target, written and fsynced
+   * before (while the lock may still be someone else's), hard-linked as `<target>.lock`. link()
+   * fails on an existing name as an O_EXCL create does, so the lock excludes just the same; the
+   * content is durable already, so `publish` follows at once, with no fsync of its own. `written`
+   * keeps its own name: the caller removes it.
+   */
+  static acquireWritten(fs: FsPromises, target: string, written: string, options: LockOptions = {}): Promise<LockFile> {
+    return LockFile.take(fs, target, options, async (path) => {
+      await fs.link(written, path);
+      const lock = new LockFile(fs, path, target, null);
+      lock.written = true;
+      return lock;
+    });
+  }
+
+  private static async take(fs: FsPromises, target: string, options: LockOptions, create: (path: string) => Promise<LockFile>): Promise<LockFile> {
     const { timeoutMs = 10_000, staleMs = 30_000 } = options;
     const path = `${target}.lock`;
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       try {
-        return new LockFile(fs, path, target, await fs.open(path, 'wx', 0o644));
+        return await create(path);
       } catch (err) {
         if (errnoCode(err) !== 'EEXIST') throw err;
       }
@@ -59,6 +80,7 @@ export class LockFile {
    */
   async write(data: Uint8Array | string): Promise<void> {
     this.assertOpen();
+    if (!this.handle) throw new Error(`lock ${this.path} was taken written`);
     try {
       await this.handle.write(data);
       await this.handle.sync();
@@ -70,8 +92,11 @@ export class LockFile {
     }
   }
 
-  /** The second half of `commit`: the written lock file renamed over the target, and the directory fsynced. */
-  async publish(): Promise<void> {
+  /**
+   * The second half of `commit`: the written lock file renamed over the target, and the directory
+   * fsynced (`whileSyncing` is called once that fsync is under way).
+   */
+  async publish(whileSyncing?: () => void): Promise<void> {
     this.assertOpen();
     if (!this.written) throw new Error(`lock ${this.path} published before it was written`);
     try {
@@ -82,7 +107,7 @@ export class LockFile {
       await this.release();
       throw err;
     }
-    await fsyncDir(this.fs, dirname(this.target));
+    await fsyncDir(this.fs, dirname(this.target), whileSyncing);
   }
 
   /**
@@ -96,7 +121,7 @@ export class LockFile {
   async release(): Promise<void> {
     if (this.done) return;
     this.done = true;
-    await this.handle.close().catch(() => undefined);
+    await this.handle?.close().catch(() => undefined);
     await this.fs.unlink(this.path).catch(() => undefined);
   }
 

@@ -22,8 +22,9 @@ export interface StagingBatch extends Omit<PublishedBatch, 'flushed'> {
   /** The repository as it will be once the batch is published (the committed state is still the one before). */
   state: IndexView;
   /**
-   * Resolves true once the batch's first fsync is under way (the event loop is free while the disk
-   * works), false when the write failed before it: the view should then stage nothing.
+   * Resolves true once the fsync of the batch's ref update is under way (the event loop is free while
+   * the disk works; the batch before has committed its staged work), false when the write failed before
+   * it: the view should then stage nothing.
    */
   diskBusy: Promise<boolean>;
 }
@@ -45,8 +46,8 @@ export interface StagedView {
  * branch: one that fails is logged and catches up from git at the next start;
  * the commit stands.
  *
- * A view whose work is costly may also `stage` it while the batch's objects
- * are fsynced, holding it invisible until `commit` (after the branch moved,
+ * A view whose work is costly may also `stage` it while the batch's ref update
+ * is fsynced (its objects are durable before), holding it invisible until `commit` (after the branch moved,
  * still before the writers are answered) or `rollback`: with one writer the
  * write then costs what the disk costs, not the disk plus the view.
  */

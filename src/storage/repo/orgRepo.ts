@@ -3,7 +3,7 @@ import { silentMetrics, type Metrics } from '../../common/metrics.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, RepackReport } from '../git/gitCli.js';
 import { readLooseBlob, writeLooseBlob } from '../git/looseObject.js';
-import { readRef } from '../git/refs.js';
+import { readRef, removeStagedRefUpdates } from '../git/refs.js';
 import { diffTreeFiles, listTreeFiles } from '../git/treeWalk.js';
 import { DerivedViews, type DerivedView } from './derivedViews.js';
 import { HistoryLog } from './historyLog.js';
@@ -80,6 +80,7 @@ export class OrgRepo {
         overlay.applyTo(this.state.index);
         this.state.head = head;
         this.state.rootTree = root;
+        return this.state.index;
       },
       reload: () => this.load(),
       afterAnswer: async (batch) => {
@@ -101,6 +102,7 @@ export class OrgRepo {
     metrics?: Metrics;
   }): Promise<OrgRepo> {
     const repo = new OrgRepo(args.orgId, args.fs, args.gitdir, args.logger, args.git, args.autoRepackObjects ?? 0, args.metrics ?? silentMetrics);
+    await removeStagedRefUpdates(args.fs, args.gitdir);
     await repo.load();
     await repo.repacks?.start();
     return repo;

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { Volume } from 'memfs';
 import type { FsPromises } from '../../../src/storage/fs/fs.js';
 import { LockTimeout, RefConflict } from '../../../src/storage/errors.js';
-import { compareAndSwapRef, MAIN_REF, readRef } from '../../../src/storage/git/refs.js';
+import { compareAndSwapRef, MAIN_REF, readRef, removeStagedRefUpdates, stageRefUpdate } from '../../../src/storage/git/refs.js';
 import { memoryFs } from '../../support/memfs.js';
 import { rejection } from '../../support/records.js';
 
@@ -129,6 +129,45 @@ describe('storage/refs', () => {
       expect(lost).to.have.length(1);
       expect((lost[0] as PromiseRejectedResult).reason).to.be.instanceOf(RefConflict);
       expect(loose()).to.equal(results[0]?.status === 'fulfilled' ? `${B}\n` : `${C}\n`);
+    });
+  });
+
+  describe('stageRefUpdate (the pipeline\'s two halves)', () => {
+    const staged = (): string[] => (vol.readdirSync(`${GITDIR}/refs/heads`) as string[]).filter((n) => n.startsWith('main.next-')).sort();
+
+    it('stages the value while another writer holds the lock, then swaps once it is free', async () => {
+      vol.writeFileSync(`${GITDIR}/${MAIN_REF}`, `${A}\n`);
+      vol.writeFileSync(`${GITDIR}/${MAIN_REF}.lock`, `${B}\n`);
+      const update = await stageRefUpdate({ fs, gitdir: GITDIR, expected: B, next: C });
+      expect(staged()).to.have.length(1);
+      // The batch before moves the ref and lets its lock go.
+      vol.renameSync(`${GITDIR}/${MAIN_REF}.lock`, `${GITDIR}/${MAIN_REF}`);
+      await update.swap();
+      expect(loose()).to.equal(`${C}\n`);
+      expect(staged()).to.deep.equal([]);
+      expect(vol.existsSync(`${GITDIR}/${MAIN_REF}.lock`)).to.equal(false);
+    });
+
+    it('refuses a ref that moved meanwhile (RefConflict), leaving neither the lock nor the staged value', async () => {
+      vol.writeFileSync(`${GITDIR}/${MAIN_REF}`, `${A}\n`);
+      const update = await stageRefUpdate({ fs, gitdir: GITDIR, expected: B, next: C });
+      expect(await rejection(update.swap())).to.be.instanceOf(RefConflict);
+      expect(loose()).to.equal(`${A}\n`);
+      expect(staged()).to.deep.equal([]);
+      expect(vol.existsSync(`${GITDIR}/${MAIN_REF}.lock`)).to.equal(false);
+    });
+
+    it('removes, when a repository is opened, the staged values a crash left (only stale ones)', async () => {
+      vol.writeFileSync(`${GITDIR}/${MAIN_REF}`, `${A}\n`);
+      vol.writeFileSync(`${GITDIR}/refs/heads/main.next-0123456789ab.lock`, `${B}\n`);
+      await stageRefUpdate({ fs, gitdir: GITDIR, expected: A, next: C });
+      const old = new Date(Date.now() - 60_000);
+      vol.utimesSync(`${GITDIR}/refs/heads/main.next-0123456789ab.lock`, old, old);
+      await removeStagedRefUpdates(fs, GITDIR);
+      // The crash's is gone; the live one (a writer of a running server) stays.
+      expect(staged()).to.have.length(1);
+      expect(staged()).to.not.include('main.next-0123456789ab.lock');
+      expect(loose()).to.equal(`${A}\n`);
     });
   });
 });

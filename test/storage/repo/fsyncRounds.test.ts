@@ -2,9 +2,10 @@ import { promises as nodeFs } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { silentLogger } from '../../../src/common/log.js';
-import type { FileHandleLike, FsPromises } from '../../../src/storage/fs/fs.js';
+import type { FsPromises } from '../../../src/storage/fs/fs.js';
 import { OrgRepo } from '../../../src/storage/repo/orgRepo.js';
 import { OrgStore } from '../../../src/storage/repo/orgStore.js';
+import { GatedFs } from '../../support/gatedFs.js';
 import { fsckStrict, hostGit } from '../../support/git.js';
 import { putIntent } from '../../support/intents.js';
 import { tmpDir } from '../../support/tmp.js';
@@ -13,80 +14,11 @@ import { tmpDir } from '../../support/tmp.js';
  * How often a group commit waits for the disk (issue 17: the 1-writer figure is fsync-bound).
  * Every fsync is held until the test lets it go; once nothing but held fsyncs is in flight, the
  * held ones are one round. A commit must wait three times, in this order: the pack, its index and
- * the ref's lock file side by side; then `objects/pack` (the pack's name durable); then
+ * the ref's next value (staged beside the ref, see stageRefUpdate) side by side; then
+ * `objects/pack` (the pack's name durable); then
  * `refs/heads` (the ref's). The ref is renamed into place only after the second round, so no
  * crash can leave it naming a pack that is not on disk.
  */
-
-/** node's fs.promises, counting calls in flight and holding every fsync while `hold` is on. */
-class GatedFs {
-  inFlight = 0;
-  hold = false;
-  readonly held: Array<{ path: string; release: () => void }> = [];
-  readonly events: string[] = [];
-  readonly fs: FsPromises;
-
-  constructor(private readonly root: string) {
-    const track =
-      <A extends unknown[], R>(name: string, fn: (...args: A) => Promise<R>) =>
-      async (...args: A): Promise<R> => {
-        this.inFlight++;
-        try {
-          if (name === 'rename') this.events.push(`rename ${this.short(String(args[1]))}`);
-          return await fn(...args);
-        } finally {
-          this.inFlight--;
-        }
-      };
-    const base = nodeFs as unknown as FsPromises;
-    const wrapped: Record<string, unknown> = {};
-    for (const name of Object.keys(base) as Array<keyof FsPromises>) {
-      const fn = base[name] as unknown as (...args: unknown[]) => Promise<unknown>;
-      if (typeof fn === 'function') wrapped[name] = track(name, fn.bind(nodeFs));
-    }
-    wrapped.open = track('open', async (path: string, flags: string, mode?: number) => this.handle(await base.open(path, flags, mode), path));
-    this.fs = wrapped as unknown as FsPromises;
-  }
-
-  private short(path: string): string {
-    return path.slice(this.root.length + 1).replace(/tmp_(pack|idx)_[0-9a-f]+/, 'tmp_$1').replace(/pack-[0-9a-f]+/, 'pack-*');
-  }
-
-  private handle(h: FileHandleLike, path: string): FileHandleLike {
-    return {
-      write: (data) => this.tracked(() => h.write(data)),
-      chmod: (mode) => this.tracked(() => h.chmod(mode)),
-      close: () => this.tracked(() => h.close()),
-      read: (b, o, l, p) => this.tracked(() => h.read(b, o, l, p)),
-      stat: () => this.tracked(() => h.stat()),
-      sync: async () => {
-        if (this.hold) {
-          await new Promise<void>((release) => this.held.push({ path: this.short(path), release }));
-          this.events.push(`synced ${this.short(path)}`);
-        }
-        return this.tracked(() => h.sync());
-      },
-    };
-  }
-
-  private async tracked<R>(fn: () => Promise<R>): Promise<R> {
-    this.inFlight++;
-    try {
-      return await fn();
-    } finally {
-      this.inFlight--;
-    }
-  }
-
-  /** Resolves once nothing but held fsyncs has been in flight for a few turns of the event loop. */
-  async quiet(): Promise<void> {
-    for (let calm = 0, turns = 0; calm < 5; turns++) {
-      await new Promise((r) => setImmediate(r));
-      calm = this.inFlight === 0 ? calm + 1 : 0;
-      if (turns > 100_000) throw new Error('the write never settled');
-    }
-  }
-}
 
 describe('write pipeline: fsync rounds of a group commit (real disk)', () => {
   let tmp: { dir: string; cleanup: () => Promise<void> };
@@ -96,7 +28,7 @@ describe('write pipeline: fsync rounds of a group commit (real disk)', () => {
     await tmp?.cleanup();
   });
 
-  it('waits for the disk three times: pack, index and ref lock together; objects/pack; refs/heads', async function () {
+  it('waits for the disk three times: pack, index and the ref staged together; objects/pack; refs/heads', async function () {
     this.timeout(60_000);
     tmp = await tmpDir('fsync-rounds');
     const dataDir = join(tmp.dir, 'data');
@@ -124,7 +56,7 @@ describe('write pipeline: fsync rounds of a group commit (real disk)', () => {
     for (const b of gated.held.splice(0)) b.release();
     const result = await writing;
 
-    expect(rounds).to.deep.equal([['objects/pack/tmp_idx', 'objects/pack/tmp_pack', 'refs/heads/main.lock'], ['objects/pack'], ['refs/heads']]);
+    expect(rounds).to.deep.equal([['objects/pack/tmp_idx', 'objects/pack/tmp_pack', 'refs/heads/main.next'], ['objects/pack'], ['refs/heads']]);
     // The ref moves after the pack's name is durable, and before its own directory is fsynced.
     const events = gated.events.filter((e) => !e.includes('knowledge-'));
     expect(events.indexOf('rename refs/heads/main')).to.be.above(events.indexOf('synced objects/pack'));
