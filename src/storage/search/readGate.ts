@@ -1,6 +1,6 @@
 /**
  * Holds queries back while the index has a transaction open across an await
- * (a batch staged while its pack is fsynced, not yet published): SQLite shows
+ * (a batch staged while its ref update is fsynced, not yet published): SQLite shows
  * a connection its own uncommitted rows, and the index has one connection (its
  * file is opened with exclusive locking), so a query run then would see items
  * whose commit may never be published.

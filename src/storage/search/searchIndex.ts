@@ -21,7 +21,7 @@ export type { ReadNeed, SearchSource } from './indexRows.js';
 export type { SearchHit } from './searchHits.js';
 
 /**
- * Staged batches between two checkpoints of the write-ahead log, each done while a pack is fsynced.
+ * Staged batches between two checkpoints of the write-ahead log, each done while a ref update is fsynced.
  * A single-item batch writes ~10–30 pages, so the log rarely reaches the 1,000 pages at which SQLite
  * would checkpoint inside a COMMIT, after the ref update, while the writers wait.
  */
@@ -38,7 +38,7 @@ const CHECKPOINT_EVERY = 16;
  * It is a derived view of the write pipeline: each batch is applied in one
  * transaction before the writers are answered, so a 200 PUT is found by the
  * next request, and a delete, purge, restore or folder rule is in effect. The
- * transaction is written while the batch's pack is fsynced (`stage`) and
+ * transaction is written while the batch's ref update is fsynced (`stage`) and
  * committed once the branch has moved; queries wait while it is open (the
  * ReadGate), so none sees a write that is not published. A batch that changes
  * a folder rule (any item's read rank may move) is applied after it is
@@ -165,7 +165,7 @@ export class SearchIndex implements DerivedView {
   }
 
   /**
-   * Writes what a batch will publish while its pack is fsynced, in a transaction left open (queries
+   * Writes what a batch will publish while its ref update is fsynced, in a transaction left open (queries
    * wait) until the branch has moved (`commit`) or the write failed (`rollback`). Null, to follow
    * the batch in `published` instead, when it changes a folder rule, when the write failed before
    * its fsync, or when writing failed.
