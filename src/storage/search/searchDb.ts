@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs';
+import { rankingQuery, searchRowOf, type SearchRow } from './ftsQuery.js';
 import sqlite from 'node-sqlite3-wasm';
 import type { Logger } from '../../common/log.js';
 import type { TransactionFollower } from './rankIndex.js';
@@ -15,12 +16,7 @@ export interface IndexedItem {
   need: number;
 }
 
-export interface SearchRow {
-  id: number;
-  path: string;
-  /** 1 + relevance for a match in the path, relevance alone otherwise; relevance in (0, 1). */
-  score: number;
-}
+export type { SearchRow } from './ftsQuery.js';
 
 /** Changes to the schema or the tokenizer bump this: an index of another format is rebuilt, never misread. */
 const FORMAT = '2';
@@ -35,8 +31,6 @@ const SCHEMA = `
 /** SQLite's page cache, KiB. */
 const PAGE_CACHE_KIB = 16_384;
 
-/** Path matches weigh ten times a content match in BM25 (they also rank first, see `search`). */
-const RANK = 'bm25(docs, 10.0, 1.0)';
 
 /**
  * The SQLite file of one organization's search index: an FTS5 table of paths
@@ -234,27 +228,8 @@ export class SearchDb {
     limit: number;
     offset: number;
   }): SearchRow[] {
-    const { match, pathMatch, needs, ranges, limit, offset } = args;
-    const mask = needs.reduce((m, n) => m | (1 << n), 0);
-    // One statement per number of ranges (at most a key's 50 scopes), each compiled once and kept.
-    const within = ranges?.length
-      ? `AND (${ranges.map((_, i) => `(items.path >= :from${i} AND items.path < :to${i})`).join(' OR ')})`
-      : '';
-    const sql = `
-      SELECT items.id AS id, items.path AS path, ${RANK} AS rank,
-             docs.rowid IN (SELECT rowid FROM paths WHERE paths MATCH :pathMatch) AS inPath
-      FROM docs JOIN items ON items.id = docs.rowid
-      WHERE docs MATCH :match AND ((:mask >> items.need) & 1) = 1
-        ${within}
-      ORDER BY inPath DESC, rank, items.path
-      LIMIT :limit OFFSET :offset`;
-    const values: Record<string, string | number> = { ':match': match, ':pathMatch': pathMatch, ':mask': mask, ':limit': limit, ':offset': offset };
-    ranges?.forEach((range, i) => Object.assign(values, { [`:from${i}`]: range.from, [`:to${i}`]: range.to }));
-    return this.use(sql, (st) => st.all(values)).map((row) => {
-        // bm25 is negative, lower is better: map it to (0, 1), higher is better.
-        const relevance = Math.max(0, -Number(row.rank));
-        return { id: Number(row.id), path: String(row.path), score: Number(row.inPath) + relevance / (1 + relevance) };
-      });
+    const { sql, values } = rankingQuery(args);
+    return this.use(sql, (st) => st.all(values)).map(searchRowOf);
   }
 
   /** The row's content around its best match, matches wrapped in « ». */
