@@ -5,6 +5,17 @@ export interface SearchRow {
   score: number;
 }
 
+/** A ranked search as SearchDb takes it: FTS5 expressions, the read ranks the caller may read, a page. */
+export interface RankingArgs {
+  match: string;
+  pathMatch: string;
+  needs: readonly number[];
+  /** Only paths in one of these [from, to) ranges (a key's scopes, a prefix); absent: any path. */
+  ranges?: ReadonlyArray<{ from: string; to: string }>;
+  limit: number;
+  offset: number;
+}
+
 /** Path matches weigh ten times a content match in BM25 (they also rank first, see `rankingQuery`). */
 const RANK = 'bm25(docs, 10.0, 1.0)';
 
@@ -14,14 +25,7 @@ const RANK = 'bm25(docs, 10.0, 1.0)';
  * caller may not read is neither counted nor paged over. One statement per number of ranges (at most a key's 50
  * scopes), each compiled once and kept by the caller.
  */
-export function rankingQuery(args: {
-  match: string;
-  pathMatch: string;
-  needs: readonly number[];
-  ranges?: ReadonlyArray<{ from: string; to: string }>;
-  limit: number;
-  offset: number;
-}): { sql: string; values: Record<string, string | number> } {
+export function rankingQuery(args: RankingArgs): { sql: string; values: Record<string, string | number> } {
   const { match, pathMatch, needs, ranges, limit, offset } = args;
   const mask = needs.reduce((m, n) => m | (1 << n), 0);
   const within = ranges?.length ? `AND (${ranges.map((_, i) => `(items.path >= :from${i} AND items.path < :to${i})`).join(' OR ')})` : '';

@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { rankingQuery, searchRowOf, type SearchRow } from './ftsQuery.js';
+import { rankingQuery, searchRowOf, type RankingArgs, type SearchRow } from './ftsQuery.js';
 import sqlite from 'node-sqlite3-wasm';
 import type { Logger } from '../../common/log.js';
 import type { TransactionFollower } from './rankIndex.js';
@@ -219,15 +219,7 @@ export class SearchDb {
    * Only rows whose `need` is in `needs` are ever read past the match: a row the caller may not
    * read is neither counted nor paged over.
    */
-  search(args: {
-    match: string;
-    pathMatch: string;
-    needs: readonly number[];
-    /** Only paths in one of these [from, to) ranges (a key's scopes, a prefix); absent: any path. */
-    ranges?: ReadonlyArray<{ from: string; to: string }>;
-    limit: number;
-    offset: number;
-  }): SearchRow[] {
+  search(args: RankingArgs): SearchRow[] {
     const { sql, values } = rankingQuery(args);
     return this.use(sql, (st) => st.all(values)).map(searchRowOf);
   }
