@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { SEARCH_FILE } from '../../src/storage/repo/orgStore.js';
 import { copyFixture, ensureFixture, gitdirOf, itemPath, type Fixture } from './fixtures.js';
 import { cpuSecondsOf, loadAverage, memoryOf, setupPinning, type Pinning } from './machine.js';
-import { serverLog, startAndProbe, stopServer } from './ours.js';
+import { logLine, startAndProbe, stopServer } from './ours.js';
 import { fmt, ms, type Figure } from './report.js';
 import { loadSettings, progress } from './settings.js';
 import { timedGet } from './timing.js';
@@ -90,12 +90,7 @@ export async function measureEngine(args: { fixture: Fixture; pinning: Pinning; 
     try {
       const s = await startAndProbe({ dataDir, pinning, key: fixture.key, env: { KNOWLEDGE_SEARCH: search } });
       const cpu = await cpuSecondsOf(s.served.pid);
-      // Info lines are written within 100 ms (the server's log buffer, README › Logs): wait for the line, at most 2 s.
-      let opened = serverLog(s.served.output()).find((e) => e.msg === 'organization opened');
-      for (let waited = 0; opened === undefined && waited < 2_000; waited += 50) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        opened = serverLog(s.served.output()).find((e) => e.msg === 'organization opened');
-      }
+      const opened = await logLine(() => s.served.output(), 'organization opened', 2_000);
       const figures: ColdStart = { search, firstOkMs: s.firstOkMs, openedMs: Number(opened?.ms ?? NaN), cpuSeconds: cpu.self, gitCpuSeconds: cpu.children, loadAverage: await loadAverage() };
       if (search === 'on') {
         const asked = performance.now();
@@ -204,11 +199,7 @@ async function memoryAfterReads(args: { fixture: Fixture; pinning: Pinning; data
       // keeps once it has, reported beside the figure of reads alone.
       const t = await timedGet(`${warm.served.url}${API}/search?q=item`, fixture.key, { keepBody: false });
       if (t.status !== 200) throw new Error(`search: ${t.status}`);
-      const ready = (): boolean => serverLog(warm.served.output()).some((e) => e.msg === 'search ranking index ready');
-      for (let waited = 0; !ready(); waited += 100) {
-        if (waited >= 120_000) throw new Error('the search ranking index was not ready within 2 minutes');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      if (!(await logLine(() => warm.served.output(), 'search ranking index ready', 120_000))) throw new Error('the search ranking index was not ready within 2 minutes');
       memory.afterSearchGcMiB = (await gc()).after.rssMiB;
       progress(`  search on, once a search loaded the ranking index: VmRSS ${fmt(memory.afterSearchGcMiB)} MiB = ${fmt(memory.afterSearchGcMiB * 1.048576)} MB after a full GC`);
     }

@@ -227,6 +227,19 @@ export interface LogEntry {
   [field: string]: unknown;
 }
 
+/**
+ * Waits for the server's first log line with `msg`, at most `timeoutMs`; returns it, or undefined when it did not
+ * come. Info lines reach the output within 100 ms (the server's log buffer, README › Logs), and some (a background
+ * load's end) much later.
+ */
+export async function logLine(output: () => string, msg: string, timeoutMs: number): Promise<LogEntry | undefined> {
+  for (let waited = 0; ; waited += 50) {
+    const line = serverLog(output()).find((e) => e.msg === msg);
+    if (line || waited >= timeoutMs) return line;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** The server's JSON log lines (it runs at LOG_LEVEL=info: a line per request, and opens and repacks). */
 export function serverLog(text: string): LogEntry[] {
   const out: LogEntry[] = [];

@@ -7,7 +7,7 @@ import { benchQueries, type SearchQuery } from './corpus.js';
 import { copyFixture, gitdirOf, itemPath, type Fixture } from './fixtures.js';
 import { describeLoad, runLoad, type LoadResult } from './load.js';
 import { memoryOf, type Pinning } from './machine.js';
-import { measureGet, measurePut, serverComplaints, serverLog, stopServer, type LogEntry, type PutRun } from './ours.js';
+import { measureGet, measurePut, serverComplaints, logLine, serverLog, stopServer, type LogEntry, type PutRun } from './ours.js';
 import { startOurServer, type Served } from './processes.js';
 import type { BenchSettings } from './settings.js';
 import { progress } from './settings.js';
@@ -176,13 +176,8 @@ export async function runSearchPhase(ctx: SearchContext): Promise<SearchResults>
     const served = await start(ctx, { dataDir, env: { ...ON, ...GC_ON_SIGNAL }, key: docs.key, probe: searchPath(q.timed[0]?.q ?? 'x') });
     try {
       const firstSearchMs = performance.now() - served.spawnedAt;
-      // Info lines are written within 100 ms (the server's log buffer, README › Logs): wait for the line, at most 2 s.
-      let log = serverLog(served.output());
-      for (let waited = 0; !log.some((e) => e.msg === 'search index caught up') && waited < 2_000; waited += 50) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        log = serverLog(served.output());
-      }
-      const caught = log.find((e) => e.msg === 'search index caught up');
+      const caught = await logLine(() => served.output(), 'search index caught up', 2_000);
+      const log = serverLog(served.output());
       const building = log.filter((e) => e.msg === 'search index: building');
       await warmUp(ctx, served.url, q.warmup, true);
       const cold: ColdBuild = {
@@ -207,9 +202,7 @@ export async function runSearchPhase(ctx: SearchContext): Promise<SearchResults>
     try {
       // The ranking index in memory loads in the background after the open (queries use FTS5 until then): the
       // figures are of the server once it has loaded, at most two minutes after the start.
-      for (let waited = 0; !serverLog(on.output()).some((e) => e.msg === 'search ranking index ready') && waited < 120_000; waited += 100) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await logLine(() => on.output(), 'search ranking index ready', 120_000);
       await warmUp(ctx, on.url, q.warmup, true);
       rssOn = await memory(on.pid);
       const timed: number[] = [];

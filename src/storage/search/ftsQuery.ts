@@ -1,3 +1,5 @@
+import { scoreOf } from './searchHits.js';
+
 export interface SearchRow {
   id: number;
   path: string;
@@ -42,8 +44,7 @@ export function rankingQuery(args: RankingArgs): { sql: string; values: Record<s
   return { sql, values };
 }
 
-/** A result row of `rankingQuery` as SearchDb answers it: bm25 is negative, lower is better; the score maps it to (0, 1), higher is better, plus 1 for a path match. */
+/** A result row of `rankingQuery` as SearchDb answers it. */
 export function searchRowOf(row: Record<string, unknown>): SearchRow {
-  const relevance = Math.max(0, -Number(row.rank));
-  return { id: Number(row.id), path: String(row.path), score: Number(row.inPath) + relevance / (1 + relevance) };
+  return { id: Number(row.id), path: String(row.path), score: scoreOf(Number(row.inPath), Number(row.rank)) };
 }

@@ -52,15 +52,22 @@ export async function buildRankIndex(args: {
 /** A load under way: whether it ended (`ready`), and a wait for it (tests and benches). */
 export class RankLoad {
   ready = false;
+  /** Settles when the load ends: loaded, stopped, or failed (logged; queries then stay on FTS5). */
+  private readonly ended: Promise<void>;
 
   constructor(args: Parameters<typeof buildRankIndex>[0]) {
-    buildRankIndex(args).then(
-      (done) => (this.ready = done),
-      (err: unknown) => args.stopped() || args.logger.error('search ranking index: load failed; queries stay on FTS5', { org: args.orgId, error: String(err) }),
+    this.ended = buildRankIndex(args).then(
+      (done) => {
+        this.ready = done;
+      },
+      (err: unknown) => {
+        if (!args.stopped()) args.logger.error('search ranking index: load failed; queries stay on FTS5', { org: args.orgId, error: String(err) });
+      },
     );
   }
 
-  async loaded(stopped: () => boolean): Promise<void> {
-    while (!this.ready && !stopped()) await new Promise((resolve) => setTimeout(resolve, 5));
+  /** Resolves once the load has ended, whichever way (a failed one never makes its waiters wait on). */
+  loaded(): Promise<void> {
+    return this.ended;
   }
 }

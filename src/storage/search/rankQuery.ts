@@ -1,4 +1,5 @@
 import { decodedTerm, type DecodedTerm, type RankIndex } from './rankIndex.js';
+import { scoreOf } from './searchHits.js';
 
 /** One ranked hit of the in-memory engine, as SearchDb.search returns one (`id` is the FTS5 rowid). */
 export interface RankedRow {
@@ -106,10 +107,7 @@ export function rankPlain(index: RankIndex, q: PlainQuery): RankedRow[] {
     }
     heap.offer(doc, -1.0 * score, inPath);
   }
-  return heap.sorted().slice(q.offset).map(({ doc, rank, inPath }) => {
-    const relevance = Math.max(0, -rank);
-    return { id: index.rowid(doc), path: index.path(doc), score: inPath + relevance / (1 + relevance) };
-  });
+  return heap.sorted().slice(q.offset).map(({ doc, rank, inPath }) => ({ id: index.rowid(doc), path: index.path(doc), score: scoreOf(inPath, rank) }));
 }
 
 /** The first position at or after `from` whose document is at least `doc` (galloping, then binary search). */

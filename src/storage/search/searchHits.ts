@@ -8,6 +8,15 @@ export interface SearchHit {
   snippet: string;
 }
 
+/**
+ * A row's score from FTS5's bm25 (negative, lower is better; either engine computes it the same): 1 for a match
+ * in the path, plus the relevance mapped to (0, 1), higher is better. One definition, so the engines cannot drift.
+ */
+export function scoreOf(inPath: number, bm25: number): number {
+  const relevance = Math.max(0, -bm25);
+  return inPath + relevance / (1 + relevance);
+}
+
 /** Either engine's rows as hits: each with its live item, its score rounded to 1e-6, its snippet clipped. */
 export function hitsOf(rows: ReadonlyArray<{ path: string; score: number; snippet: string }>, source: { get(path: string): IndexEntry | undefined }): SearchHit[] {
   const hits: SearchHit[] = [];

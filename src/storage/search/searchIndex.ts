@@ -126,7 +126,7 @@ export class SearchIndex implements DerivedView {
 
   /** Starts the in-memory ranking index's load if need be; resolves once it serves queries (tests and benches). */
   async rankLoaded(): Promise<void> {
-    await this.startRankLoad().loaded(() => this.closed);
+    await this.startRankLoad().loaded();
   }
 
   /**

@@ -83,6 +83,22 @@ describe('storage/search: the index beside the repository', function () {
     expect(logged.filter((l) => l.msg.startsWith('search index'))).to.deep.equal([]);
   });
 
+  it('loads its ranking index in memory at the first search, not at the open', async () => {
+    const first = open();
+    await put(first, 'a/one.md', 'apricot');
+    await put(first, 'a/two.md', 'blueberry');
+    await first.closeAll();
+    logged = [];
+    const second = open();
+    await put(second, 'a/three.md', 'cherry'); // opens the organization and writes: no load yet
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(logged.filter((l) => l.msg.startsWith('search ranking index'))).to.deep.equal([]);
+    expect(await found(second, 'apricot')).to.deep.equal(['a/one.md']);
+    await (await repoOf(second)).search?.rankLoaded();
+    expect(logged.filter((l) => l.msg === 'search ranking index ready')).to.have.length(1);
+    expect(await found(second, 'cherry')).to.deep.equal(['a/three.md']);
+  });
+
   it('keeps no copy of its rows in memory: a reused index, its searches and writes read rows one by one from the file', async () => {
     const first = open();
     await put(first, 'a/one.md', 'apricot');
