@@ -43,7 +43,7 @@ export interface Config {
   metrics: MetricsAccess;
   /** GET /files: the memory downloads may hold at once (KNOWLEDGE_DOWNLOAD_MEMORY_MB) and how long one may stall. */
   fileDownloads: FileDownloadSettings;
-  /** GET /events (KNOWLEDGE_EVENT_STREAMS_PER_KEY, KNOWLEDGE_EVENT_STREAMS_PER_ORG; the rest are fixed defaults). */
+  /** GET /events (KNOWLEDGE_EVENT_STREAMS_PER_KEY, KNOWLEDGE_EVENT_STREAMS_PER_ORG, KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND, KNOWLEDGE_EVENT_FANOUT; the rest are fixed defaults). */
   eventStreams: EventStreamSettings;
   /** Webhook delivery (README, Events). */
   webhooks: WebhookSettings;
@@ -137,6 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     ...EVENT_STREAM_DEFAULTS,
     streamsPerKey: integer(env.KNOWLEDGE_EVENT_STREAMS_PER_KEY || undefined, EVENT_STREAM_DEFAULTS.streamsPerKey, 'KNOWLEDGE_EVENT_STREAMS_PER_KEY', 1, 100_000),
     streamsPerOrg: integer(env.KNOWLEDGE_EVENT_STREAMS_PER_ORG || undefined, EVENT_STREAM_DEFAULTS.streamsPerOrg, 'KNOWLEDGE_EVENT_STREAMS_PER_ORG', 1, 100_000),
+    streamWritesPerSecond: integer(env.KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND || undefined, EVENT_STREAM_DEFAULTS.streamWritesPerSecond, 'KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND', 10, 10_000_000),
     fanOut: fanOutSetting(env.KNOWLEDGE_EVENT_FANOUT || 'process'),
   };
   const fileDownloads: FileDownloadSettings = {

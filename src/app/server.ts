@@ -48,7 +48,7 @@ export async function startServer(args: {
   const app = new Promise<RequestListener | null>((resolve) => (opened = resolve));
   const http = await listen({ handler: (req, res) => void app.then((handler) => (handler ? handler(req, res) : res.destroy())), host: config.host, port: config.port });
   let store: Store;
-  const feed = new EventFeed();
+  const feed = new EventFeed(config.eventStreams);
   const streams = new EventStreams(config.eventStreams);
   // The event streams' sockets are written by a process apart from the writer (README, Events).
   const eventHost = config.eventStreams.fanOut === 'server' ? new LocalStreamHost(feed, config.eventStreams) : new ChildStreamHost({ feed, settings: config.eventStreams, logger });

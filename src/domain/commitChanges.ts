@@ -110,7 +110,7 @@ function todaysAfter(repo: OrgRepo, entry: HistoryEntry, change: ItemChange): It
 
 /**
  * Notes the records just after each commit of a batch as it is published, while they are today's index:
- * listeners are woken up to 50 ms later (see `coalesced` in events.ts), when the head has moved on and
+ * listeners are woken up to a wake-up gap later (50 ms to 1 s, see `wakeGapMs` in events.ts), when the head has moved on and
  * `todaysAfter` no longer applies; without this each commit's records were read back from git (~1 ms of
  * the event loop per commit, with a single listener). A few map look-ups per item: done only for an
  * organization that has listeners.

@@ -1,3 +1,4 @@
+import { paced } from '../common/paced.js';
 import type { HistoryEntry } from '../storage/repo/historyLog.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { requireRole } from './access.js';
@@ -52,30 +53,27 @@ function wakeInTurns(listeners: ReadonlyArray<() => void>, from: number): void {
   });
 }
 
-/** The shortest time between two wake-ups of one organization's listeners (see `coalesced`). */
-const COALESCE_MS = 50;
+/**
+ * The stream writes per second one organization's listeners are woken for at most under a steady write load
+ * (KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND): see `wakeGapMs`.
+ */
+export const STREAM_WRITES_PER_SECOND = 1000;
+/** The shortest time between two wake-ups of one organization's listeners, whatever their number. */
+const WAKE_GAP_MIN_MS = 50;
+/** The longest: the most a listener waits for a commit under a steady write load, whatever their number. */
+const WAKE_GAP_MAX_MS = 1000;
 
 /**
- * `wake` at once when the last wake-up is older than COALESCE_MS, else once at its end for every commit
- * published meanwhile. A quiet store's listeners hear of a commit with no added delay; under a steady
- * write load each listener walks several commits per wake-up and writes them with one socket write, so
- * the fan-out's cost per commit (mostly one write per listener: 200 listeners cost ~3 ms of the one event
- * loop) falls with the write rate instead of delaying every writer's next request.
+ * The time between two wake-ups of an organization's `streams` listeners under a steady write load, so that
+ * they write at most `writesPerSecond` times a second in all: 50 ms up to 50 listeners at the default 1,000,
+ * 200 ms for 200, at most 1 s. Each wake-up costs a socket write per listener (and, on the listeners' side, a
+ * read each), whatever the number of commits it carries: on one machine 200 of them take a core for a few
+ * milliseconds, and the writers' requests that arrive meanwhile wait for it (README, Events, Figures). Fewer
+ * wake-ups, each carrying more commits, is what keeps the writers' latency, at the price of the event lag.
+ * A quiet organization's listeners still hear of a commit at once (see `paced`).
  */
-function coalesced(wake: () => void): () => void {
-  let last = 0;
-  let pending: NodeJS.Timeout | null = null;
-  const fire = (): void => {
-    pending = null;
-    last = Date.now();
-    wake();
-  };
-  return () => {
-    if (pending) return;
-    const wait = last + COALESCE_MS - Date.now();
-    if (wait <= 0) fire();
-    else (pending = setTimeout(fire, wait)).unref();
-  };
+export function wakeGapMs(streams: number, writesPerSecond: number): number {
+  return Math.min(WAKE_GAP_MAX_MS, Math.max(WAKE_GAP_MIN_MS, (streams * 1000) / writesPerSecond));
 }
 
 /**
@@ -99,6 +97,8 @@ export class EventFeed {
   private readonly known: KnownRecords = new Map();
   private readonly listeners = new WeakMap<OrgRepo, Set<() => void>>();
 
+  constructor(private readonly pace: { streamWritesPerSecond: number } = { streamWritesPerSecond: STREAM_WRITES_PER_SECOND }) {}
+
   /** The commit a listener starts after: the one it names (it must be on main), else the head (only new commits). */
   start(args: { repo: OrgRepo; actor: Actor; since?: string }): string | null {
     requireRole(args.actor, 'knowledge:read');
@@ -113,7 +113,10 @@ export class EventFeed {
       set = listeners;
       this.listeners.set(repo, listeners);
       // Told after the history log (added first, at open): a woken listener finds the new commits there.
-      const wake = coalesced(() => wakeInTurns([...listeners], 0));
+      const wake = paced(
+        () => wakeInTurns([...listeners], 0),
+        () => wakeGapMs(listeners.size, this.pace.streamWritesPerSecond),
+      );
       repo.addView({
         name: 'event stream',
         published: (batch) => {

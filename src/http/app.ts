@@ -190,6 +190,6 @@ function allowed(ctx: Koa.Context): string[] {
 
 /** GET /events written by this process (see LocalStreamHost): what createApp does unless told otherwise. */
 function localEvents(settings: EventStreamSettings): EventDeps {
-  const feed = new EventFeed();
+  const feed = new EventFeed(settings);
   return { feed, streams: new EventStreams(settings), settings, host: new LocalStreamHost(feed, settings) };
 }

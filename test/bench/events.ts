@@ -12,6 +12,10 @@
  *
  * Run with `npx tsx test/bench/events.ts [rounds] [putsPerRound] [listeners]` (defaults 6, 100, 200);
  * `PROFILE=1` also writes the CPU profiles of the server and of its fan-out process into .tmp/bench/profiles/.
+ * The listeners keep their reads and parse them after each round (`LISTENERS_PARSE=live`: as they come; see
+ * eventListeners.ts), so that their parsing does not compete with the timed PUTs for this machine's cores.
+ * `KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND=4000` (passed on to the server) gives 200 streams the 50 ms
+ * wake-up gap of a few, as before the gap grew with the streams.
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';

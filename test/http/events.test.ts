@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { EVENT_STREAM_DEFAULTS } from '../../src/http/events/streamLimits.js';
 import { SseClient } from '../support/sse.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 import { head, urlOf } from './adminApi.js';
@@ -35,7 +36,7 @@ describe('HTTP events: GET /events (Server-Sent Events)', function () {
   };
 
   before(async () => {
-    server = await startTestServer({ config: { eventStreams: { streamsPerKey: 3, streamsPerOrg: 1000, heartbeatMs: 200, bufferBytes: 64 * 1024, slowReaderMs: 500 } } });
+    server = await startTestServer({ config: { eventStreams: { ...EVENT_STREAM_DEFAULTS, streamsPerKey: 3, streamsPerOrg: 1000, heartbeatMs: 200, bufferBytes: 64 * 1024, slowReaderMs: 500 } } });
     admin = server.adminKey;
     reader = await server.key('reader');
   });

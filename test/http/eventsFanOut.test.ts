@@ -3,6 +3,7 @@ import { getPriority } from 'node:os';
 import net from 'node:net';
 import { expect } from 'chai';
 import { createLogger } from '../../src/common/log.js';
+import { EVENT_STREAM_DEFAULTS } from '../../src/http/events/streamLimits.js';
 import { ensureBuilt, killAllChildren, spawnServe } from '../support/child.js';
 import { SseClient } from '../support/sse.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -73,7 +74,7 @@ describe('HTTP events: the fan-out process', function () {
     const lines: string[] = [];
     server = await startTestServer({
       logger: createLogger({ level: 'info', write: (line) => lines.push(line) }),
-      config: { eventStreams: { streamsPerKey: 2, streamsPerOrg: 1000, heartbeatMs: 15_000, bufferBytes: 256 * 1024, slowReaderMs: 30_000 } },
+      config: { eventStreams: { ...EVENT_STREAM_DEFAULTS, streamsPerKey: 2, streamsPerOrg: 1000, heartbeatMs: 15_000, bufferBytes: 256 * 1024, slowReaderMs: 30_000 } },
     });
     const key = server.adminKey;
     const a = track(await open(server, key));
@@ -136,7 +137,7 @@ describe('HTTP events: the fan-out process', function () {
   });
 
   it("a client that closes its streams and opens new ones at once finds its key's slots free", async () => {
-    server = await startTestServer({ config: { eventStreams: { streamsPerKey: 3, streamsPerOrg: 1000, heartbeatMs: 15_000, bufferBytes: 256 * 1024, slowReaderMs: 30_000 } } });
+    server = await startTestServer({ config: { eventStreams: { ...EVENT_STREAM_DEFAULTS, streamsPerKey: 3, streamsPerOrg: 1000, heartbeatMs: 15_000, bufferBytes: 256 * 1024, slowReaderMs: 30_000 } } });
     const key = server.adminKey;
     let open3 = await Promise.all([1, 2, 3].map(() => open(server as TestServer, key)));
     for (let round = 0; round < 20; round++) {
@@ -151,7 +152,7 @@ describe('HTTP events: the fan-out process', function () {
 
   it('a client that resets its connection once its stream has ended does not take the fan-out process down', async () => {
     const lines: string[] = [];
-    const settings = { streamsPerKey: 10, streamsPerOrg: 1000, heartbeatMs: 200, bufferBytes: 256 * 1024, slowReaderMs: 30_000 };
+    const settings = { ...EVENT_STREAM_DEFAULTS, streamsPerKey: 10, streamsPerOrg: 1000, heartbeatMs: 200, bufferBytes: 256 * 1024, slowReaderMs: 30_000 };
     server = await startTestServer({ logger: createLogger({ level: 'info', write: (line) => lines.push(line) }), config: { eventStreams: settings } });
     const { secret, id, keys } = await createKeyWithId(server, 'reader');
     // Half-open: it does not answer the server's FIN with its own, so the reset reaches a socket still open.
@@ -174,7 +175,7 @@ describe('HTTP events: the fan-out process', function () {
 
   it('KNOWLEDGE_EVENT_FANOUT=server: the same loop in the server process, and the connection is kept after the stream', async () => {
     const lines: string[] = [];
-    const settings = { streamsPerKey: 10, streamsPerOrg: 1000, heartbeatMs: 15_000, bufferBytes: 256 * 1024, slowReaderMs: 30_000 };
+    const settings = { ...EVENT_STREAM_DEFAULTS, streamsPerKey: 10, streamsPerOrg: 1000, heartbeatMs: 15_000, bufferBytes: 256 * 1024, slowReaderMs: 30_000 };
     server = await startTestServer({ logger: createLogger({ level: 'info', write: (line) => lines.push(line) }), config: { eventStreams: { ...settings, fanOut: 'server' } } });
     const key = server.adminKey;
     const client = track(await open(server, key));

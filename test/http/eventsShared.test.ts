@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { expect } from 'chai';
 import { createKey } from '../../src/domain/keys.js';
+import { EVENT_STREAM_DEFAULTS } from '../../src/http/events/streamLimits.js';
 import { SseClient } from '../support/sse.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
 import { head, urlOf } from './adminApi.js';
@@ -35,7 +36,7 @@ describe('HTTP events: streams sharing a wake-up', function () {
   const got = (client: SseClient): Array<{ id: string; paths: string[] }> => client.commits().map((e) => ({ id: e.id as string, paths: e.data.changes.map((c) => c.path) }));
 
   before(async () => {
-    server = await startTestServer({ config: { eventStreams: { streamsPerKey: 20, streamsPerOrg: 1000, heartbeatMs: 15_000, bufferBytes: 64 * 1024, slowReaderMs: 20_000 } } });
+    server = await startTestServer({ config: { eventStreams: { ...EVENT_STREAM_DEFAULTS, streamsPerKey: 20, streamsPerOrg: 1000, heartbeatMs: 15_000, bufferBytes: 64 * 1024, slowReaderMs: 20_000 } } });
   });
   afterEach(() => clients.splice(0).forEach((c) => c.close()));
   after(async () => server?.close());

@@ -1,4 +1,6 @@
 import type { Socket } from 'node:net';
+import { paced, realTimers, type PaceTimers } from '../../common/paced.js';
+import { wakeGapMs } from '../../domain/events.js';
 import { TurnCache, type EventChunk } from './eventChunks.js';
 import { receivedChunk, type FromFanOut, type OpenStream, type ToFanOut } from './fanOutMessages.js';
 import { KeyCheck } from './keyCheck.js';
@@ -10,6 +12,8 @@ import { wakeParked } from './wakeParked.js';
 interface Org {
   head: string | null;
   waiters: Set<StreamWaiter>;
+  /** Wakes the waiters, at most once per wakeGapMs of their number. */
+  wake: () => void;
 }
 
 interface Pending {
@@ -35,6 +39,7 @@ export class FanOutStreams {
   constructor(
     private readonly settings: EventStreamSettings,
     private readonly send: (msg: FromFanOut) => void,
+    private readonly timers: PaceTimers = realTimers,
   ) {}
 
   receive(msg: ToFanOut, socket: Socket | undefined): void {
@@ -127,12 +132,22 @@ export class FanOutStreams {
   private published(orgId: string, head: string | null): void {
     const org = this.orgOf(orgId);
     org.head = head;
-    wakeParked([...org.waiters]);
+    org.wake();
   }
 
   private orgOf(orgId: string): Org {
     let org = this.orgs.get(orgId);
-    if (!org) this.orgs.set(orgId, (org = { head: null, waiters: new Set() }));
+    if (!org) {
+      const waiters = new Set<StreamWaiter>();
+      // The server tells of commits every 50 ms at most (one message); how often the streams are woken for them
+      // depends on their number, which only this process knows (see wakeGapMs). A wake-up reads the head then.
+      const wake = paced(
+        () => wakeParked([...waiters]),
+        () => wakeGapMs(waiters.size, this.settings.streamWritesPerSecond),
+        this.timers,
+      );
+      this.orgs.set(orgId, (org = { head: null, waiters, wake }));
+    }
     return org;
   }
 

@@ -1,3 +1,4 @@
+import { STREAM_WRITES_PER_SECOND } from '../../domain/events.js';
 import type { Actor } from '../../domain/keys.js';
 import { TooManyStreams } from '../httpErrors.js';
 
@@ -14,6 +15,11 @@ export interface EventStreamSettings {
   /** How long a stream waits for a client that does not read before ending it (the client resumes with Last-Event-ID). */
   slowReaderMs: number;
   /**
+   * The stream writes per second an organization's streams are woken for at most under a steady write load: the
+   * time between two wake-ups grows with the number of streams (wakeGapMs: 50 ms to 1 s).
+   */
+  streamWritesPerSecond: number;
+  /**
    * Who writes the streams once started: `process`, a process apart from the writer (`serve`'s default:
    * fanOutHost.ts), or `server`, the server process itself (streamHost.ts).
    */
@@ -26,6 +32,7 @@ export const EVENT_STREAM_DEFAULTS: EventStreamSettings = {
   heartbeatMs: 15_000,
   bufferBytes: 256 * 1024,
   slowReaderMs: 30_000,
+  streamWritesPerSecond: STREAM_WRITES_PER_SECOND,
 };
 
 /**
