@@ -228,6 +228,17 @@ export interface LogEntry {
 }
 
 /**
+ * Searches `served` once and waits for its organization's ranking index to be in memory (the first search loads
+ * it): writes are then timed as a searched organization's are, the copy in memory kept in step. At most
+ * `timeoutMs`: a build from before the ranking index (KNOWLEDGE_STORE_CLI, a before figure) never says it is ready.
+ */
+export async function loadRankingIndex(served: Served, key: string, timeoutMs: number): Promise<void> {
+  const answer = await timedGet(`${served.url}/api/v1/knowledge/search?q=item`, key, { keepBody: false });
+  if (answer.status !== 200) throw new Error(`search: ${answer.status}`);
+  await logLine(() => served.output(), 'search ranking index ready', timeoutMs);
+}
+
+/**
  * Waits for the server's first log line with `msg`, at most `timeoutMs`; returns it, or undefined when it did not
  * come. Info lines reach the output within 100 ms (the server's log buffer, README › Logs), and some (a background
  * load's end) much later.

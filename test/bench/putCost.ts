@@ -15,11 +15,10 @@ import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { copyFixture, ensureFixture, itemPath } from './fixtures.js';
 import { cpuSecondsOf, type Pinning } from './machine.js';
-import { logLine, stopServer } from './ours.js';
+import { loadRankingIndex, stopServer } from './ours.js';
 import { startOurServer, type Served } from './processes.js';
 import { putItem } from './putRequest.js';
 import { scriptOptions } from './settings.js';
-import { timedGet } from './timing.js';
 
 const options = scriptOptions();
 const opt = options.number;
@@ -44,15 +43,7 @@ try {
     servers[mode] = await startOurServer({ dataDir, pinning: UNPINNED, env: { KNOWLEDGE_SEARCH: mode, KNOWLEDGE_AUTO_REPACK_OBJECTS: '0', ...profile } });
     // The first PUT opens the organization (and, with search on, builds its index): not timed.
     await put(servers[mode].url, fixture.key, itemPath(0), `warm ${mode}`);
-    if (mode === 'on') {
-      // A search loads the organization's ranking index in memory (its first search does): the writes are then
-      // timed as a searched organization's are, the copy in memory kept in step.
-      const served = servers[mode] as Served;
-      const answer = await timedGet(`${served.url}/api/v1/knowledge/search?q=item`, fixture.key, { keepBody: false });
-      if (answer.status !== 200) throw new Error(`search: ${answer.status}`);
-      // At most 10 s: a build from before the ranking index (KNOWLEDGE_STORE_CLI, a before figure) never says it.
-      await logLine(() => served.output(), 'search ranking index ready', 10_000);
-    }
+    if (mode === 'on') await loadRankingIndex(servers[mode] as Served, fixture.key, 10_000);
   }
   const figures: Record<string, { wall: number[]; cpu: number[] }> = { on: { wall: [], cpu: [] }, off: { wall: [], cpu: [] } };
   for (let round = 1; round <= ROUNDS; round++) {

@@ -7,7 +7,7 @@ import { benchQueries, type SearchQuery } from './corpus.js';
 import { copyFixture, gitdirOf, itemPath, type Fixture } from './fixtures.js';
 import { describeLoad, runLoad, type LoadResult } from './load.js';
 import { memoryOf, type Pinning } from './machine.js';
-import { measureGet, measurePut, serverComplaints, logLine, serverLog, stopServer, type LogEntry, type PutRun } from './ours.js';
+import { loadRankingIndex, measureGet, measurePut, serverComplaints, logLine, serverLog, stopServer, type LogEntry, type PutRun } from './ours.js';
 import { startOurServer, type Served } from './processes.js';
 import type { BenchSettings } from './settings.js';
 import { progress } from './settings.js';
@@ -273,6 +273,8 @@ async function putOnOff(ctx: SearchContext): Promise<Record<string, PutRun[]>> {
     for (const [mode, env] of [['on', ON], ['off', OFF]] as const) {
       const dataDir = await copyFixture(f, join(ctx.workDir, `search-put-${mode}`));
       servers[mode] = { served: await start(ctx, { dataDir, env, key: f.key, probe: `${API}/items/${itemPath(0)}` }), gitdir: gitdirOf(dataDir) };
+      // Searched once, so the writes keep a loaded ranking index in step too, as a searched organization's do.
+      if (mode === 'on') await loadRankingIndex(servers[mode].served, f.key, 60_000);
     }
     for (let round = 1; round <= ctx.rounds; round++) {
       for (const connections of [1, ctx.writers]) {

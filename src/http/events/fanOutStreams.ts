@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { paced, realTimers, type PaceTimers } from '../../common/paced.js';
+import { paced } from '../../common/paced.js';
 import { wakeGapMs } from '../../domain/events.js';
 import { TurnCache, type EventChunk } from './eventChunks.js';
 import { receivedChunk, type FromFanOut, type OpenStream, type ToFanOut } from './fanOutMessages.js';
@@ -39,7 +39,6 @@ export class FanOutStreams {
   constructor(
     private readonly settings: EventStreamSettings,
     private readonly send: (msg: FromFanOut) => void,
-    private readonly timers: PaceTimers = realTimers,
   ) {}
 
   receive(msg: ToFanOut, socket: Socket | undefined): void {
@@ -144,7 +143,6 @@ export class FanOutStreams {
       const wake = paced(
         () => wakeParked([...waiters]),
         () => wakeGapMs(waiters.size, this.settings.streamWritesPerSecond),
-        this.timers,
       );
       this.orgs.set(orgId, (org = { head: null, waiters, wake }));
     }
