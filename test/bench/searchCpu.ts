@@ -89,7 +89,8 @@ async function timeQueries(list: typeof rotating): Promise<{ cpuMs: number; byKi
   const c0 = process.cpuUsage();
   for (const query of list) {
     const c = process.cpuUsage();
-    await index.search({ terms: parseSearchQuery(query.q), needs, limit: LIMIT + 1, offset: 0 });
+    // As the API asks: one hit more than the page, to know whether a next one exists, without its snippet.
+    await index.search({ terms: parseSearchQuery(query.q), needs, limit: LIMIT + 1, offset: 0, snippets: LIMIT });
     const d = process.cpuUsage(c);
     const ms = (d.user + d.system) / 1000;
     byKind.set(query.kind, [...(byKind.get(query.kind) ?? []), ms]);
