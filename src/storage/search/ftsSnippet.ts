@@ -1,4 +1,4 @@
-import { tokenize } from './unicode61.js';
+import { tokenizeFor } from './unicode61.js';
 
 /** snippet(docs, 1, '«', '»', '…', 32), as SearchDb asks FTS5 for it. */
 const OPEN = '«';
@@ -24,12 +24,13 @@ export function snippetOf(body: string, phrases: readonly string[]): string {
   const instPos: number[] = [];
   const instPhrase: number[] = [];
   const firsts: number[] = [];
-  tokenize(body, (term, start, end) => {
+  tokenizeFor(body, phrases, (term, start, end) => {
     const pos = starts.length;
     if (pos === 0) firsts.push(0);
     else if (sentenceStartsAt(body, start)) firsts.push(pos);
     starts.push(start);
     ends.push(end);
+    if (term === '') return;
     for (let p = 0; p < phrases.length; p++) {
       if (phrases[p] === term) {
         instPos.push(pos);

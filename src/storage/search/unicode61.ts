@@ -71,6 +71,19 @@ export type OnToken = (term: string, start: number, end: number) => void;
 
 /** Splits `text` into tokens as FTS5 does; returns how many there were. */
 export function tokenize(text: string, onToken: OnToken): number {
+  return scan(text, undefined, onToken);
+}
+
+/**
+ * As `tokenize`, but a token that none of `wanted` (folded tokens) equals comes with '' for its text, which is
+ * then never built when it needs no folding: a snippet needs every token's place and only the matches' text,
+ * and a string per token was most of its cost.
+ */
+export function tokenizeFor(text: string, wanted: readonly string[], onToken: OnToken): number {
+  return scan(text, wanted, onToken);
+}
+
+function scan(text: string, wanted: readonly string[] | undefined, onToken: OnToken): number {
   const n = text.length;
   let count = 0;
   let i = 0;
@@ -100,10 +113,17 @@ export function tokenize(text: string, onToken: OnToken): number {
       if (!plain && folded !== 0) out += String.fromCodePoint(folded);
       i += width;
     }
-    onToken(plain ? text.slice(start, i) : out, start, i);
+    if (wanted === undefined) onToken(plain ? text.slice(start, i) : out, start, i);
+    else onToken(plain ? wantedAt(text, start, i, wanted) : wanted.includes(out) ? out : '', start, i);
     count++;
   }
   return count;
+}
+
+/** The one of `wanted` that text[start, end) is ('' if none), compared in place. */
+function wantedAt(text: string, start: number, end: number, wanted: readonly string[]): string {
+  for (const w of wanted) if (w.length === end - start && text.startsWith(w, start)) return w;
+  return '';
 }
 
 /** The code point at `i` (a high surrogate) and its width; a lone surrogate reads as U+FFFD, as FTS5 reads it. */
