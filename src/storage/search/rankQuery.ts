@@ -62,30 +62,51 @@ export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats): R
   const heap = new TopK(index, want);
   const normPart = 1 - B;
   const driver = lists[0] as TermCursor;
+  // The lead's phrases' IDFs together: its share of a row's score is that times its term's share.
+  let leadIdf = 0.0;
+  for (let ph = 0; ph < phraseList.length; ph++) if (phraseList[ph] === 0) leadIdf += idf[ph] as number;
   let scored = 0;
   let doc = 0;
-  // Documents before `doc` are done; `boundedTo`: the last one the blocks' bounds were checked for.
-  let boundedTo = -1;
+  // The bounds of the blocks that may hold `doc`: the lead's, valid through `leadTo`, and the others' together,
+  // through `restTo` (each kept until `doc` passes it: most candidates reuse them).
+  let leadTo = -1;
+  let leadBound = 0.0;
+  let leadPath = false;
+  let restTo = -1;
+  let restBound = 0.0;
+  let restPath = false;
   candidates: while (doc < END) {
-    if (heap.full && doc > boundedTo) {
-      let bound = 0.0;
-      let pathPossible = false;
-      let end = END;
-      for (const list of lists) {
-        list.shallow(doc);
-        if (list.blockEnd < end) end = list.blockEnd;
-        if (list.hasPath) pathPossible = true;
+    if (heap.full) {
+      if (doc > leadTo) {
+        driver.shallow(doc);
+        leadTo = driver.blockEnd;
+        leadBound = leadIdf * driver.bound;
+        leadPath = driver.hasPath;
       }
-      for (let ph = 0; ph < phraseList.length; ph++) bound += (idf[ph] as number) * (lists[phraseList[ph] as number] as TermCursor).bound;
-      if (heap.shutOut(pathPossible, bound)) {
-        doc = end === END ? END : end + 1;
+      if (doc > restTo) {
+        restTo = END;
+        restBound = 0.0;
+        restPath = false;
+        for (let l = 1; l < lists.length; l++) {
+          const list = lists[l] as TermCursor;
+          list.shallow(doc);
+          if (list.blockEnd < restTo) restTo = list.blockEnd;
+          if (list.hasPath) restPath = true;
+        }
+        for (let ph = 0; ph < phraseList.length; ph++) {
+          const l = phraseList[ph] as number;
+          if (l !== 0) restBound += (idf[ph] as number) * (lists[l] as TermCursor).bound;
+        }
+      }
+      if (heap.shutOut(leadPath || restPath, leadBound + restBound)) {
+        // No document up to the first of these blocks' ends can enter (a last block ends at END - 1).
+        doc = Math.min(leadTo, restTo) + 1;
         continue;
       }
-      boundedTo = end;
     }
     const candidate = driver.seek(doc);
     if (candidate === END) break;
-    if (candidate > boundedTo && heap.full) {
+    if (heap.full && (candidate > leadTo || candidate > restTo)) {
       // The lead jumped past the blocks just judged: judge the ones it landed in first.
       doc = candidate;
       continue;
@@ -95,19 +116,8 @@ export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats): R
     if (heap.full && lists.length > 1) {
       // The lead's share is known exactly now: with the other lists' block bounds, can the candidate still enter?
       const f = weightOf(driver.body(), driver.path());
-      const exact = ((f * (K1 + 1.0)) / (f + norm)) * MARGIN;
-      let bound = 0.0;
-      let pathPossible = driver.path() > 0;
-      for (let l = 1; l < lists.length; l++) {
-        const list = lists[l] as TermCursor;
-        list.shallow(candidate);
-        if (list.hasPath) pathPossible = true;
-      }
-      for (let ph = 0; ph < phraseList.length; ph++) {
-        const l = phraseList[ph] as number;
-        bound += (idf[ph] as number) * (l === 0 ? exact : (lists[l] as TermCursor).bound);
-      }
-      if (heap.shutOut(pathPossible, bound)) {
+      const exact = leadIdf * ((f * (K1 + 1.0)) / (f + norm)) * MARGIN;
+      if (heap.shutOut(driver.path() > 0 || restPath, exact + restBound)) {
         doc = candidate + 1;
         continue;
       }
