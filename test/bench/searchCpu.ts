@@ -125,6 +125,10 @@ for (let round = 1; round <= ROUNDS; round++) {
     console.log(`round ${round} ${engine}: ${(cpuMs / rotating.length).toFixed(3)} ms CPU per query (${rotating.length} queries); mean/median by kind: ${kinds}`);
   }
 }
+// What the rounds left behind in the process, after a full GC (with --expose-gc): the ranking index and whatever its queries keep.
+(globalThis as { gc?: () => void }).gc?.();
+const memRounds = process.memoryUsage();
+console.log(`after the rounds: RSS ${mib(memRounds.rss)}, heap ${mib(memRounds.heapUsed)}, array buffers ${mib(memRounds.arrayBuffers)}`);
 if (profiler) {
   const { profile } = await profiler.post('Profiler.stop');
   const profiles = join(process.cwd(), '.tmp', 'bench', 'profiles');
