@@ -9,7 +9,7 @@
  * position at a block's offset 0 would read as the end of the block before) and ends at the block's end or at a
  * 0 byte (no posting starts with one: a gap is at least 1).
  *
- * Beside each block, 12 bytes (`BlockMeta`): the next block of its list, and what lets a query skip it without
+ * Beside each block, 12 bytes (`meta`): the next block of its list, and what lets a query skip it without
  * decoding it (block-max, rankQuery.ts): its first
  * document (so a block decodes on its own: its first gap is not needed), the largest weighted count of the term
  * in one of its documents and whether one has it in its path, and the smallest ratio of a document's tokens to
@@ -33,52 +33,46 @@ export const RATIO_SCALE = 16;
 const RATIO_SATURATED = 0xffff;
 
 /**
- * Per block, indexed by its number: the next block of its list (0: none), its first document, its largest
- * weight (| HAS_PATH), its smallest ratio of tokens to weight, in RATIO_SCALEths. Flat arrays, as a query walks
- * them block by block (termCursor.ts); grown by doubling, so a query reads the object current when it started.
+ * Per block, in `PostingPool.meta` at block × META_STRIDE: the next block of its list (0: none), its first
+ * document, and its bounds: its largest weight (| HAS_PATH) in the low 16 bits, its smallest ratio of tokens to
+ * weight (RATIO_SCALEths) in the high 16. One flat array, a block's three side by side: a query walks a list's
+ * blocks, which lie anywhere in the pool, and reads all three of each (one cache line, not three).
  */
-export interface BlockMeta {
-  readonly next: Int32Array;
-  readonly first: Int32Array;
-  readonly weight: Uint16Array;
-  readonly ratio: Uint16Array;
-}
-
-function blockMeta(n: number): BlockMeta {
-  return { next: new Int32Array(n), first: new Int32Array(n), weight: new Uint16Array(n), ratio: new Uint16Array(n).fill(RATIO_SATURATED) };
-}
+export const META_STRIDE = 3;
+export const META_NEXT = 0;
+export const META_FIRST = 1;
+export const META_BOUNDS = 2;
+/** A new block's bounds: no weight yet, the largest ratio. */
+const EMPTY_BOUNDS = RATIO_SATURATED << 16;
 
 export class PostingPool {
   private pages: Uint8Array[] = [];
   /** Blocks handed out; block 0 is never used, so 0 means "none". */
   private blocks = 1;
   private readonly scratch = new Uint8Array(MAX_POSTING);
-  /** The blocks' links and bounds (see BlockMeta). */
-  meta: BlockMeta = blockMeta(1024);
+  /** The blocks' links and bounds (see META_STRIDE); grown by doubling, so a query reads the array current when it started. */
+  meta = emptyMeta(1024);
 
   /** Bytes held (whole pages and the blocks' links and bounds). */
   get bytes(): number {
-    return this.pages.length * PAGE_BLOCKS * BLOCK + this.meta.next.length * 12;
+    return this.pages.length * PAGE_BLOCKS * BLOCK + this.meta.byteLength;
   }
 
   /** A new, empty block's number. */
   allocate(): number {
     const id = this.blocks++;
     if (id >>> 14 >= this.pages.length) this.pages.push(new Uint8Array(PAGE_BLOCKS * BLOCK));
-    if (id >= this.meta.next.length) {
+    if (id * META_STRIDE >= this.meta.length) {
       const old = this.meta;
-      this.meta = blockMeta(old.next.length * 2);
-      this.meta.next.set(old.next);
-      this.meta.first.set(old.first);
-      this.meta.weight.set(old.weight);
-      this.meta.ratio.set(old.ratio);
+      this.meta = emptyMeta((old.length / META_STRIDE) * 2);
+      this.meta.set(old);
     }
     return id;
   }
 
   /** The block after `block` in its list (0: none). */
   next(block: number): number {
-    return this.meta.next[block] as number;
+    return this.meta[block * META_STRIDE + META_NEXT] as number;
   }
 
   /**
@@ -95,17 +89,18 @@ export class PostingPool {
     let offset = at - block * BLOCK;
     if (offset + n > BLOCK) {
       const next = this.allocate();
-      this.meta.next[block] = next;
+      this.meta[block * META_STRIDE + META_NEXT] = next;
       block = next;
       offset = HEADER;
     }
     const page = this.pages[block >>> 14] as Uint8Array;
     page.set(this.scratch.subarray(0, n), ((block & (PAGE_BLOCKS - 1)) << BLOCK_SHIFT) + offset);
-    const meta = this.meta;
-    if (offset === HEADER) meta.first[block] = doc;
-    const held = meta.weight[block] as number;
-    meta.weight[block] = Math.max(held & WEIGHT_SATURATED, Math.min(weight, WEIGHT_SATURATED)) | (held & HAS_PATH) | (path > 0 ? HAS_PATH : 0);
-    meta.ratio[block] = Math.min(meta.ratio[block] as number, Math.floor((length * RATIO_SCALE) / weight));
+    const slot = block * META_STRIDE;
+    if (offset === HEADER) this.meta[slot + META_FIRST] = doc;
+    const held = this.meta[slot + META_BOUNDS] as number;
+    const most = Math.max(held & WEIGHT_SATURATED, Math.min(weight, WEIGHT_SATURATED)) | (held & HAS_PATH) | (path > 0 ? HAS_PATH : 0);
+    const least = Math.min(held >>> 16, Math.floor((length * RATIO_SCALE) / weight));
+    this.meta[slot + META_BOUNDS] = most | (least << 16);
     return block * BLOCK + offset + n;
   }
 
@@ -137,7 +132,7 @@ export class PostingPool {
     const end = base + BLOCK;
     let i = base + HEADER;
     // The block's first gap is replaced by its first document: a block decodes without the ones before it.
-    let doc = this.meta.first[block] as number;
+    let doc = this.meta[block * META_STRIDE + META_FIRST] as number;
     let firstGap = true;
     while (i < end) {
       let b = page[i] as number;
@@ -182,6 +177,13 @@ export class PostingPool {
     }
     return n;
   }
+}
+
+/** Room for `blocks` blocks' links and bounds, each block's bounds empty. */
+function emptyMeta(blocks: number): Int32Array {
+  const meta = new Int32Array(blocks * META_STRIDE);
+  for (let at = META_BOUNDS; at < meta.length; at += META_STRIDE) meta[at] = EMPTY_BOUNDS;
+  return meta;
 }
 
 /** Writes `v` (0 to 2^35) as a varint at `at`; returns the offset after it. */

@@ -1,5 +1,5 @@
 import { termBound } from './bm25.js';
-import { BLOCK_POSTINGS, HAS_PATH, RATIO_SCALE, WEIGHT_SATURATED, type BlockMeta, type PostingPool } from './postingPool.js';
+import { BLOCK_POSTINGS, HAS_PATH, META_BOUNDS, META_FIRST, META_NEXT, META_STRIDE, RATIO_SCALE, WEIGHT_SATURATED, type PostingPool } from './postingPool.js';
 
 /** No document: past the end of a list. */
 export const END = 0x7fffffff;
@@ -22,7 +22,7 @@ export class TermCursor {
   private boundOf = 0;
   private boundValue = 0;
   /** The pool's links and bounds: nothing is written while a query reads. */
-  private readonly meta: BlockMeta;
+  private readonly meta: Int32Array;
 
   constructor(
     private readonly pool: PostingPool,
@@ -45,14 +45,15 @@ export class TermCursor {
   get bound(): number {
     if (this.boundOf !== this.block) {
       this.boundOf = this.block;
-      this.boundValue = termBound((this.meta.weight[this.block] as number) & WEIGHT_SATURATED, WEIGHT_SATURATED, (this.meta.ratio[this.block] as number) / RATIO_SCALE, this.avgdl);
+      const bounds = this.meta[this.block * META_STRIDE + META_BOUNDS] as number;
+      this.boundValue = termBound(bounds & WEIGHT_SATURATED, WEIGHT_SATURATED, (bounds >>> 16) / RATIO_SCALE, this.avgdl);
     }
     return this.boundValue;
   }
 
   /** Whether a document of the current block may have the term in its path. */
   get hasPath(): boolean {
-    return ((this.meta.weight[this.block] as number) & HAS_PATH) !== 0;
+    return ((this.meta[this.block * META_STRIDE + META_BOUNDS] as number) & HAS_PATH) !== 0;
   }
 
   /** Moves to the block that may hold `doc` (the last whose first document is at most `doc`), decoding nothing. */
@@ -88,13 +89,13 @@ export class TermCursor {
   }
 
   private advance(): void {
-    this.block = this.meta.next[this.block] as number;
+    this.block = this.meta[this.block * META_STRIDE + META_NEXT] as number;
     this.nextFirst = this.firstAfter(this.block);
     this.decoded = false;
   }
 
   private firstAfter(block: number): number {
-    const next = this.meta.next[block] as number;
-    return next === 0 ? END : (this.meta.first[next] as number);
+    const next = this.meta[block * META_STRIDE + META_NEXT] as number;
+    return next === 0 ? END : (this.meta[next * META_STRIDE + META_FIRST] as number);
   }
 }
