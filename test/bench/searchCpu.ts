@@ -125,10 +125,6 @@ for (let round = 1; round <= ROUNDS; round++) {
     console.log(`round ${round} ${engine}: ${(cpuMs / rotating.length).toFixed(3)} ms CPU per query (${rotating.length} queries); mean/median by kind: ${kinds}`);
   }
 }
-// What the rounds left behind in the process, after a full GC (with --expose-gc): the ranking index and whatever its queries keep.
-(globalThis as { gc?: () => void }).gc?.();
-const memRounds = process.memoryUsage();
-console.log(`after the rounds: RSS ${mib(memRounds.rss)}, heap ${mib(memRounds.heapUsed)}, array buffers ${mib(memRounds.arrayBuffers)}`);
 if (profiler) {
   const { profile } = await profiler.post('Profiler.stop');
   const profiles = join(process.cwd(), '.tmp', 'bench', 'profiles');
@@ -145,6 +141,11 @@ for (const engine of ENGINES) {
   }
 }
 index.useRank = true;
+// What the queries left behind in the process, after a full GC (with --expose-gc): the ranking index and whatever
+// its queries keep. Last, as the GC slowed the queries timed after it.
+(globalThis as { gc?: () => void }).gc?.();
+const memRounds = process.memoryUsage();
+console.log(`after the queries: RSS ${mib(memRounds.rss)}, heap ${mib(memRounds.heapUsed)}, array buffers ${mib(memRounds.arrayBuffers)}`);
 
 if (PUTS > 0) {
   // Single-item batches, as one writer produces them: an update of an existing item each. Staged as the
