@@ -42,6 +42,8 @@ export const META_STRIDE = 3;
 export const META_NEXT = 0;
 export const META_FIRST = 1;
 export const META_BOUNDS = 2;
+/** The link of a block kept for a list's run and not used yet. */
+const RESERVED = -1;
 /** A new block's bounds: no weight yet, the largest ratio. */
 const EMPTY_BOUNDS = RATIO_SATURATED << 16;
 
@@ -58,15 +60,20 @@ export class PostingPool {
     return this.pages.length * PAGE_BLOCKS * BLOCK + this.meta.byteLength;
   }
 
-  /** A new, empty block's number. */
-  allocate(): number {
-    const id = this.blocks++;
-    if (id >>> 14 >= this.pages.length) this.pages.push(new Uint8Array(PAGE_BLOCKS * BLOCK));
-    if (id * META_STRIDE >= this.meta.length) {
+  /**
+   * A new, empty block's number; with `run` > 1, the blocks after it are kept for the same list (RESERVED), so
+   * that a long list lies in runs of consecutive blocks (a query reads them in the order they lie in memory).
+   */
+  allocate(run = 1): number {
+    const id = this.blocks;
+    this.blocks += run;
+    while ((this.blocks - 1) >>> 14 >= this.pages.length) this.pages.push(new Uint8Array(PAGE_BLOCKS * BLOCK));
+    while (this.blocks * META_STRIDE > this.meta.length) {
       const old = this.meta;
       this.meta = emptyMeta((old.length / META_STRIDE) * 2);
       this.meta.set(old);
     }
+    for (let b = id + 1; b < id + run; b++) this.meta[b * META_STRIDE + META_NEXT] = RESERVED;
     return id;
   }
 
@@ -77,10 +84,11 @@ export class PostingPool {
 
   /**
    * Appends a posting of `doc` after `at` (the tail block's number × 64 + the offset written up to);
-   * returns the new tail position (another block when the posting did not fit). `weight` (the term's
-   * weighted count in the document) and `length` (its tokens) go into the block's bounds.
+   * returns the new tail position (another block when the posting did not fit: the next one kept for the list,
+   * or `run` new ones). `weight` (the term's weighted count in the document) and `length` (its tokens) go into
+   * the block's bounds.
    */
-  append(at: number, doc: number, gap: number, body: number, path: number, weight: number, length: number): number {
+  append(at: number, doc: number, gap: number, body: number, path: number, weight: number, length: number, run = 1): number {
     let n = varint(this.scratch, 0, gap);
     n = varint(this.scratch, n, path > 0 ? body * 2 + 1 : body * 2);
     if (path > 0) n = varint(this.scratch, n, path);
@@ -88,7 +96,10 @@ export class PostingPool {
     let block = Math.floor((at - 1) / BLOCK);
     let offset = at - block * BLOCK;
     if (offset + n > BLOCK) {
-      const next = this.allocate();
+      // A block kept for this list follows it (a run's blocks are handed out in order, and only to its list).
+      const kept = block + 1 < this.blocks && this.meta[(block + 1) * META_STRIDE + META_NEXT] === RESERVED;
+      const next = kept ? block + 1 : this.allocate(run);
+      if (kept) this.meta[next * META_STRIDE + META_NEXT] = 0;
       this.meta[block * META_STRIDE + META_NEXT] = next;
       block = next;
       offset = HEADER;

@@ -14,6 +14,12 @@ export const DEAD = 255;
  * rollback may still need a dead document back).
  */
 const COMPACT_AT_POSTINGS = 1 << 20;
+/**
+ * A list with this many postings or more (~10 blocks) takes its next blocks RUN at a time, consecutive: a query
+ * walking it reads memory in order (at most RUN - 1 blocks of 64 bytes unused per such list).
+ */
+const RUN_FROM = 256;
+const RUN = 8;
 
 type Undo = () => void;
 
@@ -162,7 +168,7 @@ export class RankIndex implements TransactionFollower {
         const doc = list.docs[i] as number;
         const body = list.body[i] as number;
         const path = list.path[i] as number;
-        tail = pool.append(tail, doc, doc - last, body, path, weightOf(body, path), this.lengths[doc] as number);
+        tail = pool.append(tail, doc, doc - last, body, path, weightOf(body, path), this.lengths[doc] as number, n >= RUN_FROM ? RUN : 1);
         last = doc;
       }
       this.head[id] = block;
@@ -287,7 +293,7 @@ export class RankIndex implements TransactionFollower {
       this.lastDoc[id] = -1;
     }
     const gap = doc - (this.lastDoc[id] as number);
-    this.tail[id] = this.pool.append(this.tail[id] as number, doc, gap, body, path, weightOf(body, path), this.lengths[doc] as number);
+    this.tail[id] = this.pool.append(this.tail[id] as number, doc, gap, body, path, weightOf(body, path), this.lengths[doc] as number, (this.postings[id] as number) >= RUN_FROM ? RUN : 1);
     this.lastDoc[id] = doc;
     this.postings[id] = (this.postings[id] as number) + 1;
   }

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { PostingPool } from '../../../src/storage/search/postingPool.js';
 import { RankIndex } from '../../../src/storage/search/rankIndex.js';
 import { rankPlain, type PlainQuery } from '../../../src/storage/search/rankQuery.js';
 import { random } from '../../support/random.js';
@@ -44,6 +45,40 @@ describe('storage/search: block-max skips what cannot reach the top', () => {
     for (const [offset, limit] of [[0, 1], [5, 20], [100, 50]] as const) {
       const q = { include: ['common', 'other'], exclude: ['nope'], needs: [0] };
       expect(rankPlain(index, { ...q, limit, offset })).to.deep.equal(all(q).slice(offset, offset + limit));
+    }
+  });
+
+  it('lays a long list out in runs of consecutive blocks, however its appends interleave with others', () => {
+    /** Two lists appended in turn, the first asking for runs of `run` blocks: its chain, and the pool. */
+    const build = (run: number): { pool: PostingPool; heads: number[] } => {
+      const pool = new PostingPool();
+      const heads = [pool.allocate(), pool.allocate()];
+      const tails = heads.map((b) => PostingPool.start(b));
+      for (let doc = 0; doc < 2000; doc++) {
+        for (const list of [0, 1]) tails[list] = pool.append(tails[list] as number, doc, 1, 3, 0, 3, 100, list === 0 ? run : 1);
+      }
+      return { pool, heads };
+    };
+    const chain = (pool: PostingPool, head: number): number[] => {
+      const out: number[] = [];
+      for (let b = head; b !== 0; b = pool.next(b)) out.push(b);
+      return out;
+    };
+    const consecutive = (blocks: number[]): number => blocks.slice(1).filter((b, i) => b === (blocks[i] as number) + 1).length;
+    const runs = build(8);
+    const long = chain(runs.pool, runs.heads[0] as number);
+    expect(long.length).to.be.above(50);
+    // Every step but the one into each new run of 8 (and out of the first block, allocated alone) is to the next block.
+    expect(consecutive(long)).to.be.at.least(Math.floor(((long.length - 1) * 7) / 8) - 1);
+    // Without runs, the two lists' blocks alternate.
+    const single = build(1);
+    expect(consecutive(chain(single.pool, single.heads[0] as number))).to.be.below(long.length / 8);
+    // Both lists still decode to every document, in order.
+    for (const head of runs.heads) {
+      const docs = new Int32Array(2048);
+      const n = runs.pool.decode(head, docs, new Int32Array(2048), new Int32Array(2048), new Uint8Array(2000), 255);
+      expect(n).to.equal(2000);
+      expect(Array.from(docs.subarray(0, n)).every((d, i) => d === i)).to.equal(true);
     }
   });
 });
