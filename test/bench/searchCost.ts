@@ -8,15 +8,16 @@
  * `--baseline` adds the server of another checkout (built with `npm run build`) on its own copy of the fixture:
  * before and after in the same rounds. Each server builds its index at the first search and loads its ranking
  * index before it is measured. `PROFILE=1` profiles our server (cpuProfile.mjs) into .tmp/bench/profiles/, one
- * profile per round of ours.
+ * profile per round of ours. Each server's VmRSS is read after the search bench's warm-up (its 100 queries) and a
+ * full GC (gcOnSignal.cjs), as the search bench reads it: what two builds hold, side by side.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { benchQueries } from './corpus.js';
 import { copyFixture, ensureFixture } from './fixtures.js';
 import { cpuPerRequestUs, describeLoad, runLoad, type LoadResult } from './load.js';
-import { loadAverage, setupPinning } from './machine.js';
+import { loadAverage, memoryOf, setupPinning } from './machine.js';
 import { logLine, measureGet, startAndProbe, stopServer } from './ours.js';
 import type { Served } from './processes.js';
 import { loadSettings, scriptOptions } from './settings.js';
@@ -36,7 +37,8 @@ const pinning = await setupPinning();
 const docs = await ensureFixture({ items: settings.sizes.search, hotVersions: 0, contentBytes: settings.searchItemBytes, cacheDir: join(settings.outDir, 'fixtures') });
 const profiles = join(settings.outDir, 'profiles');
 mkdirSync(profiles, { recursive: true });
-const profile: Record<string, string> = process.env.PROFILE ? { NODE_OPTIONS: `--import ${pathToFileURL(join(import.meta.dirname, 'cpuProfile.mjs')).href}`, CPU_PROFILE_DIR: profiles } : {};
+const gcOnSignal = `--expose-gc --require "${fileURLToPath(new URL('./gcOnSignal.cjs', import.meta.url))}"`;
+const profile: Record<string, string> = process.env.PROFILE ? { NODE_OPTIONS: `${gcOnSignal} --import ${pathToFileURL(join(import.meta.dirname, 'cpuProfile.mjs')).href}`, CPU_PROFILE_DIR: profiles } : { NODE_OPTIONS: gcOnSignal };
 const q = benchQueries();
 const rotating = [...q.warmup, ...q.timed];
 
@@ -47,13 +49,17 @@ async function serve(who: string, cli?: string, env: Record<string, string> = {}
   const first = await timedGet(`${served.url}${searchPath(rotating[0]?.q ?? 'x')}`, docs.key);
   if (first.status !== 200) throw new Error(`${who}: first search answered ${first.status}`);
   if (!(await logLine(() => served.output(), 'search ranking index ready', 180_000))) throw new Error(`${who}: no ranking index after 3 minutes`);
+  for (const query of q.warmup) await timedGet(`${served.url}${searchPath(query.q)}`, docs.key);
+  process.kill(served.pid, 'SIGUSR2');
+  await new Promise((r) => setTimeout(r, 2_000));
+  console.log(`${who}: VmRSS ${(await memoryOf(served.pid))?.rssMiB.toFixed(0)} MiB after the warm-up's ${q.warmup.length} searches and a full GC`);
   return served;
 }
 
 const servers = new Map<string, Served>();
 try {
   servers.set('ours', await serve('ours', undefined, profile));
-  if (BASELINE) servers.set('before', await serve('before', join(BASELINE, 'dist/src/cli/main.js')));
+  if (BASELINE) servers.set('before', await serve('before', join(BASELINE, 'dist/src/cli/main.js'), { NODE_OPTIONS: gcOnSignal }));
   console.log(`${pinning.description}; ${CONNECTIONS} connections; load average ${await loadAverage()}`);
   const results = new Map<string, { search: LoadResult[]; get: LoadResult[] }>([...servers.keys()].map((k) => [k, { search: [], get: [] }]));
   const names = [...servers.keys()];
