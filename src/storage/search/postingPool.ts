@@ -19,7 +19,8 @@
 
 const BLOCK = 64;
 const BLOCK_SHIFT = 6;
-const PAGE_BLOCKS = 1 << 14;
+export const PAGE_SHIFT = 14;
+const PAGE_BLOCKS = 1 << PAGE_SHIFT;
 const HEADER = 4;
 /** The most bytes one posting takes (three 5-byte varints). */
 const MAX_POSTING = 15;
@@ -33,10 +34,11 @@ export const RATIO_SCALE = 16;
 const RATIO_SATURATED = 0xffff;
 
 /**
- * Per block, in `PostingPool.meta` at block × META_STRIDE: the next block of its list (0: none), its first
- * document, and its bounds: its largest weight (| HAS_PATH) in the low 16 bits, its smallest ratio of tokens to
- * weight (RATIO_SCALEths) in the high 16. One flat array, a block's three side by side: a query walks a list's
- * blocks, which lie anywhere in the pool, and reads all three of each (one cache line, not three).
+ * Per block, in `PostingPool.metas[block >>> PAGE_SHIFT]` at `metaSlot(block)`: the next block of its list (0:
+ * none), its first document, and its bounds: its largest weight (| HAS_PATH) in the low 16 bits, its smallest
+ * ratio of tokens to weight (RATIO_SCALEths) in the high 16. A block's three side by side: a query walks a list's
+ * blocks, which lie anywhere in the pool, and reads all three of each (one cache line, not three). One array per
+ * page of blocks, allocated with it: never copied as the pool grows (a doubled array left its old copies in the RSS).
  */
 export const META_STRIDE = 3;
 export const META_NEXT = 0;
@@ -52,12 +54,12 @@ export class PostingPool {
   /** Blocks handed out; block 0 is never used, so 0 means "none". */
   private blocks = 1;
   private readonly scratch = new Uint8Array(MAX_POSTING);
-  /** The blocks' links and bounds (see META_STRIDE); grown by doubling, so a query reads the array current when it started. */
-  meta = emptyMeta(1024);
+  /** The blocks' links and bounds, per page (see META_STRIDE). */
+  readonly metas: Int32Array[] = [];
 
   /** Bytes held (whole pages and the blocks' links and bounds). */
   get bytes(): number {
-    return this.pages.length * PAGE_BLOCKS * BLOCK + this.meta.byteLength;
+    return this.pages.length * PAGE_BLOCKS * (BLOCK + 4 * META_STRIDE);
   }
 
   /**
@@ -67,19 +69,17 @@ export class PostingPool {
   allocate(run = 1): number {
     const id = this.blocks;
     this.blocks += run;
-    while ((this.blocks - 1) >>> 14 >= this.pages.length) this.pages.push(new Uint8Array(PAGE_BLOCKS * BLOCK));
-    while (this.blocks * META_STRIDE > this.meta.length) {
-      const old = this.meta;
-      this.meta = emptyMeta((old.length / META_STRIDE) * 2);
-      this.meta.set(old);
+    while ((this.blocks - 1) >>> PAGE_SHIFT >= this.pages.length) {
+      this.pages.push(new Uint8Array(PAGE_BLOCKS * BLOCK));
+      this.metas.push(emptyMeta());
     }
-    for (let b = id + 1; b < id + run; b++) this.meta[b * META_STRIDE + META_NEXT] = RESERVED;
+    for (let b = id + 1; b < id + run; b++) this.setMeta(b, META_NEXT, RESERVED);
     return id;
   }
 
   /** The block after `block` in its list (0: none). */
   next(block: number): number {
-    return this.meta[block * META_STRIDE + META_NEXT] as number;
+    return this.getMeta(block, META_NEXT);
   }
 
   /**
@@ -97,22 +97,29 @@ export class PostingPool {
     let offset = at - block * BLOCK;
     if (offset + n > BLOCK) {
       // A block kept for this list follows it (a run's blocks are handed out in order, and only to its list).
-      const kept = block + 1 < this.blocks && this.meta[(block + 1) * META_STRIDE + META_NEXT] === RESERVED;
+      const kept = block + 1 < this.blocks && this.getMeta(block + 1, META_NEXT) === RESERVED;
       const next = kept ? block + 1 : this.allocate(run);
-      if (kept) this.meta[next * META_STRIDE + META_NEXT] = 0;
-      this.meta[block * META_STRIDE + META_NEXT] = next;
+      if (kept) this.setMeta(next, META_NEXT, 0);
+      this.setMeta(block, META_NEXT, next);
       block = next;
       offset = HEADER;
     }
     const page = this.pages[block >>> 14] as Uint8Array;
     page.set(this.scratch.subarray(0, n), ((block & (PAGE_BLOCKS - 1)) << BLOCK_SHIFT) + offset);
-    const slot = block * META_STRIDE;
-    if (offset === HEADER) this.meta[slot + META_FIRST] = doc;
-    const held = this.meta[slot + META_BOUNDS] as number;
+    if (offset === HEADER) this.setMeta(block, META_FIRST, doc);
+    const held = this.getMeta(block, META_BOUNDS);
     const most = Math.max(held & WEIGHT_SATURATED, Math.min(weight, WEIGHT_SATURATED)) | (held & HAS_PATH) | (path > 0 ? HAS_PATH : 0);
     const least = Math.min(held >>> 16, Math.floor((length * RATIO_SCALE) / weight));
-    this.meta[slot + META_BOUNDS] = most | (least << 16);
+    this.setMeta(block, META_BOUNDS, most | (least << 16));
     return block * BLOCK + offset + n;
+  }
+
+  private getMeta(block: number, field: number): number {
+    return (this.metas[block >>> PAGE_SHIFT] as Int32Array)[metaSlot(block) + field] as number;
+  }
+
+  private setMeta(block: number, field: number, value: number): void {
+    (this.metas[block >>> PAGE_SHIFT] as Int32Array)[metaSlot(block) + field] = value;
   }
 
   /** Where a new list's first block starts writing. */
@@ -143,7 +150,7 @@ export class PostingPool {
     const end = base + BLOCK;
     let i = base + HEADER;
     // The block's first gap is replaced by its first document: a block decodes without the ones before it.
-    let doc = this.meta[block * META_STRIDE + META_FIRST] as number;
+    let doc = this.getMeta(block, META_FIRST);
     let firstGap = true;
     while (i < end) {
       let b = page[i] as number;
@@ -190,9 +197,14 @@ export class PostingPool {
   }
 }
 
-/** Room for `blocks` blocks' links and bounds, each block's bounds empty. */
-function emptyMeta(blocks: number): Int32Array {
-  const meta = new Int32Array(blocks * META_STRIDE);
+/** Where a block's links and bounds start in its page's array. */
+export function metaSlot(block: number): number {
+  return (block & (PAGE_BLOCKS - 1)) * META_STRIDE;
+}
+
+/** A page's links and bounds, each block's bounds empty. */
+function emptyMeta(): Int32Array {
+  const meta = new Int32Array(PAGE_BLOCKS * META_STRIDE);
   for (let at = META_BOUNDS; at < meta.length; at += META_STRIDE) meta[at] = EMPTY_BOUNDS;
   return meta;
 }

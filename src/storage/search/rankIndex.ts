@@ -61,11 +61,8 @@ export class RankIndex implements TransactionFollower {
   private lastDoc = new Int32Array(1024);
   /** Postings written, dead ones included (the room a decode needs). */
   private postings = new Int32Array(1024);
-  /** Live postings per term, counted when dead ones exist (`liveCount`), valid while `counted` holds `epoch`. */
-  private live = new Int32Array(1024);
-  private counted = new Int32Array(1024);
-  /** Moves on with every change of which documents live: the counts in `live` are then out of date. */
-  private epoch = 1;
+  /** Live postings of the terms queried since the last change, counted when dead ones exist (`liveCount`). */
+  private readonly liveCounts = new Map<number, number>();
 
   private paths: string[] = [];
   private needs = new Uint8Array(1024);
@@ -210,19 +207,19 @@ export class RankIndex implements TransactionFollower {
     const id = this.terms.get(term);
     if (id === undefined) return 0;
     if (this.deadPostings === 0) return this.postings[id] as number;
-    if (this.counted[id] !== this.epoch) {
+    let n = this.liveCounts.get(id);
+    if (n === undefined) {
       const { docs, body, path } = this.scratch;
-      let n = 0;
+      n = 0;
       for (let block = this.head[id] as number; block !== 0; block = this.pool.next(block)) n += this.pool.decodeBlock(block, docs, body, path, 0, this.needs, DEAD);
-      this.live[id] = n;
-      this.counted[id] = this.epoch;
+      this.liveCounts.set(id, n);
     }
-    return this.live[id] as number;
+    return n;
   }
 
-  /** Any change to which documents hold a term, or live: every count in `live` may be out of date. */
+  /** Any change to which documents hold a term, or live: every count in `liveCounts` may be out of date. */
   private changed(): void {
-    this.epoch++;
+    if (this.liveCounts.size > 0) this.liveCounts.clear();
   }
 
   path(doc: number): string {
@@ -249,7 +246,7 @@ export class RankIndex implements TransactionFollower {
 
   /** Bytes of the typed arrays (the pool and the per-term and per-document arrays); strings and maps not counted. */
   get bytes(): number {
-    return this.pool.bytes + this.postings.byteLength + this.live.byteLength + this.counted.byteLength + this.head.byteLength + this.tail.byteLength + this.lastDoc.byteLength + this.needs.byteLength + this.lengths.byteLength + this.rowids.byteLength + this.postingCounts.byteLength;
+    return this.pool.bytes + this.postings.byteLength + this.head.byteLength + this.tail.byteLength + this.lastDoc.byteLength + this.needs.byteLength + this.lengths.byteLength + this.rowids.byteLength + this.postingCounts.byteLength;
   }
 
   private kill(doc: number): void {
@@ -284,8 +281,6 @@ export class RankIndex implements TransactionFollower {
         this.tail = grow(this.tail);
         this.lastDoc = grow(this.lastDoc);
         this.postings = grow(this.postings);
-        this.live = grow(this.live);
-        this.counted = grow(this.counted);
       }
       const block = this.pool.allocate();
       this.head[id] = block;

@@ -1,5 +1,5 @@
 import { termBound } from './bm25.js';
-import { BLOCK_POSTINGS, HAS_PATH, META_BOUNDS, META_FIRST, META_NEXT, META_STRIDE, RATIO_SCALE, WEIGHT_SATURATED, type PostingPool } from './postingPool.js';
+import { BLOCK_POSTINGS, HAS_PATH, META_BOUNDS, META_FIRST, META_NEXT, metaSlot, PAGE_SHIFT, RATIO_SCALE, WEIGHT_SATURATED, type PostingPool } from './postingPool.js';
 
 /** No document: past the end of a list. */
 export const END = 0x7fffffff;
@@ -21,8 +21,10 @@ export class TermCursor {
   private i = 0;
   private boundOf = 0;
   private boundValue = 0;
-  /** The pool's links and bounds: nothing is written while a query reads. */
-  private readonly meta: Int32Array;
+  /** The pool's links and bounds per page (nothing is written while a query reads), the current block's page and slot. */
+  private readonly metas: Int32Array[];
+  private meta: Int32Array;
+  private slot: number;
 
   constructor(
     private readonly pool: PostingPool,
@@ -31,9 +33,11 @@ export class TermCursor {
     private readonly dead: number,
     private readonly avgdl: number,
   ) {
-    this.meta = pool.meta;
+    this.metas = pool.metas;
     this.block = head;
-    this.nextFirst = this.firstAfter(head);
+    this.meta = this.metas[head >>> PAGE_SHIFT] as Int32Array;
+    this.slot = metaSlot(head);
+    this.nextFirst = this.firstAfter();
   }
 
   /** The last document the current block may hold. */
@@ -45,7 +49,7 @@ export class TermCursor {
   get bound(): number {
     if (this.boundOf !== this.block) {
       this.boundOf = this.block;
-      const bounds = this.meta[this.block * META_STRIDE + META_BOUNDS] as number;
+      const bounds = this.meta[this.slot + META_BOUNDS] as number;
       this.boundValue = termBound(bounds & WEIGHT_SATURATED, WEIGHT_SATURATED, (bounds >>> 16) / RATIO_SCALE, this.avgdl);
     }
     return this.boundValue;
@@ -53,7 +57,7 @@ export class TermCursor {
 
   /** Whether a document of the current block may have the term in its path. */
   get hasPath(): boolean {
-    return ((this.meta[this.block * META_STRIDE + META_BOUNDS] as number) & HAS_PATH) !== 0;
+    return ((this.meta[this.slot + META_BOUNDS] as number) & HAS_PATH) !== 0;
   }
 
   /** Moves to the block that may hold `doc` (the last whose first document is at most `doc`), decoding nothing. */
@@ -89,13 +93,16 @@ export class TermCursor {
   }
 
   private advance(): void {
-    this.block = this.meta[this.block * META_STRIDE + META_NEXT] as number;
-    this.nextFirst = this.firstAfter(this.block);
+    this.block = this.meta[this.slot + META_NEXT] as number;
+    this.meta = this.metas[this.block >>> PAGE_SHIFT] as Int32Array;
+    this.slot = metaSlot(this.block);
+    this.nextFirst = this.firstAfter();
     this.decoded = false;
   }
 
-  private firstAfter(block: number): number {
-    const next = this.meta[block * META_STRIDE + META_NEXT] as number;
-    return next === 0 ? END : (this.meta[next * META_STRIDE + META_FIRST] as number);
+  /** The first document of the block after the current one (END: none). */
+  private firstAfter(): number {
+    const next = this.meta[this.slot + META_NEXT] as number;
+    return next === 0 ? END : ((this.metas[next >>> PAGE_SHIFT] as Int32Array)[metaSlot(next) + META_FIRST] as number);
   }
 }
