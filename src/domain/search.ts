@@ -60,7 +60,7 @@ export async function searchItems(args: {
   // One more than asked for: whether it exists says whether there is a next page.
   // The key's scopes narrow the prefix inside the query, as the read ranks do: never filtered after paging.
   const prefixes = scopedPrefixes(actor, prefix);
-  const hits = await index.search({ terms, needs: readableNeeds(actor.role), prefixes, limit: take + 1, offset });
+  const hits = await index.search({ terms, needs: readableNeeds(actor.role), prefixes, limit: take + 1, offset, snippets: take });
   const page = hits.slice(0, take);
   const more = hits.length > take && offset + take < MAX_SEARCH_DEPTH;
   return {

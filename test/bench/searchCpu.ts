@@ -11,12 +11,14 @@
  * before the in-memory ranking index, and the ranking index (plain-word queries; the rest still FTS5).
  *
  * The index file is kept in `.tmp/bench/searchcpu/` (its build takes a minute)
- * and reopened by later runs. `--put n` also times n single-item batches
+ * and reopened by later runs. `PROFILE=1` writes a CPU profile of the timed rounds alone (not the load, not the
+ * common-word and prefix queries) to `.tmp/bench/profiles/searchcpu-<time>.cpuprofile`. `--put n` also times n single-item batches
  * applied to the index (the cost a group commit pays with search on): the
  * CPU staged while the pack is fsynced, and the CPU of the commit a writer
  * still waits for (`STAGE=0`: everything after the ref update, as before).
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createLogger } from '../../src/common/log.js';
@@ -87,7 +89,8 @@ async function timeQueries(list: typeof rotating): Promise<{ cpuMs: number; byKi
   const c0 = process.cpuUsage();
   for (const query of list) {
     const c = process.cpuUsage();
-    await index.search({ terms: parseSearchQuery(query.q), needs, limit: LIMIT + 1, offset: 0 });
+    // As the API asks: one hit more than the page, to know whether a next one exists, without its snippet.
+    await index.search({ terms: parseSearchQuery(query.q), needs, limit: LIMIT + 1, offset: 0, snippets: LIMIT });
     const d = process.cpuUsage(c);
     const ms = (d.user + d.system) / 1000;
     byKind.set(query.kind, [...(byKind.get(query.kind) ?? []), ms]);
@@ -106,6 +109,14 @@ for (const engine of ENGINES) {
   index.useRank = engine === 'rank';
   await timeQueries(q.warmup); // warm the page cache and the compiled statements
 }
+// The rounds alone, profiled when asked: the load and FTS5's build would otherwise fill the profile.
+const profiler = process.env.PROFILE ? new Session() : undefined;
+if (profiler) {
+  profiler.connect();
+  await profiler.post('Profiler.enable');
+  await profiler.post('Profiler.setSamplingInterval', { interval: 100 });
+  await profiler.post('Profiler.start');
+}
 for (let round = 1; round <= ROUNDS; round++) {
   for (const engine of ENGINES) {
     index.useRank = engine === 'rank';
@@ -113,6 +124,14 @@ for (let round = 1; round <= ROUNDS; round++) {
     const kinds = [...byKind].map(([k, ms]) => `${k} ${mean(ms).toFixed(2)}/${median(ms).toFixed(2)}`).join(', ');
     console.log(`round ${round} ${engine}: ${(cpuMs / rotating.length).toFixed(3)} ms CPU per query (${rotating.length} queries); mean/median by kind: ${kinds}`);
   }
+}
+if (profiler) {
+  const { profile } = await profiler.post('Profiler.stop');
+  const profiles = join(process.cwd(), '.tmp', 'bench', 'profiles');
+  mkdirSync(profiles, { recursive: true });
+  const file = join(profiles, `searchcpu-${Date.now()}.cpuprofile`);
+  writeFileSync(file, JSON.stringify(profile));
+  console.log(`CPU profile of the rounds: ${file}`);
 }
 for (const engine of ENGINES) {
   index.useRank = engine === 'rank';
@@ -122,6 +141,11 @@ for (const engine of ENGINES) {
   }
 }
 index.useRank = true;
+// What the queries left behind in the process, after a full GC (with --expose-gc): the ranking index and whatever
+// its queries keep. Last, as the GC slowed the queries timed after it.
+(globalThis as { gc?: () => void }).gc?.();
+const memRounds = process.memoryUsage();
+console.log(`after the queries: RSS ${mib(memRounds.rss)}, heap ${mib(memRounds.heapUsed)}, array buffers ${mib(memRounds.arrayBuffers)}`);
 
 if (PUTS > 0) {
   // Single-item batches, as one writer produces them: an update of an existing item each. Staged as the

@@ -1,4 +1,4 @@
-import { tokenize } from './unicode61.js';
+import { tokenizeFor } from './unicode61.js';
 
 /** snippet(docs, 1, '«', '»', '…', 32), as SearchDb asks FTS5 for it. */
 const OPEN = '«';
@@ -24,12 +24,13 @@ export function snippetOf(body: string, phrases: readonly string[]): string {
   const instPos: number[] = [];
   const instPhrase: number[] = [];
   const firsts: number[] = [];
-  tokenize(body, (term, start, end) => {
+  tokenizeFor(body, phrases, (term, start, end) => {
     const pos = starts.length;
     if (pos === 0) firsts.push(0);
     else if (sentenceStartsAt(body, start)) firsts.push(pos);
     starts.push(start);
     ends.push(end);
+    if (term === '') return;
     for (let p = 0; p < phrases.length; p++) {
       if (phrases[p] === term) {
         instPos.push(pos);
@@ -38,42 +39,55 @@ export function snippetOf(body: string, phrases: readonly string[]): string {
     }
   });
   const size = starts.length;
-  const score = (from: number, adjust: boolean): { score: number; start: number } => {
-    const seen = new Uint8Array(phrases.length);
+  // Instances are in position order: a window's are found by a binary search, not by a pass over all of them
+  // (a snippet of a common word scores a window per instance: that pass made it quadratic).
+  const seen = new Uint8Array(phrases.length);
+  let windowFirst = -1;
+  let windowLast = 0;
+  /** A window's score: 1000 per phrase first seen in [from, from + 32), 1 per repeat; where its instances lie. */
+  const score = (from: number): number => {
     const end = from + TOKENS;
+    seen.fill(0);
     let total = 0;
-    let first = -1;
-    let last = 0;
-    for (let i = 0; i < instPos.length; i++) {
+    windowFirst = -1;
+    windowLast = 0;
+    let lo = 0;
+    let hi = instPos.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((instPos[mid] as number) < from) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < instPos.length && (instPos[i] as number) < end; i++) {
       const io = instPos[i] as number;
-      if (io < from || io >= end) continue;
       const ip = instPhrase[i] as number;
       total += seen[ip] ? 1 : 1000;
       seen[ip] = 1;
-      if (first < 0) first = io;
-      last = io + 1;
+      if (windowFirst < 0) windowFirst = io;
+      windowLast = io + 1;
     }
-    if (!adjust) return { score: total, start: from };
-    let adj = first - Math.trunc((TOKENS - (last - first)) / 2);
-    if (adj + TOKENS > size) adj = size - TOKENS;
-    if (adj < 0) adj = 0;
-    return { score: total, start: adj };
+    return total;
   };
 
   let best = 0;
   let bestStart = 0;
+  // The sentence each instance is in: instances come in position order, so the index only moves on.
+  let jj = 0;
   for (const io of instPos) {
-    const s = score(io, true);
-    if (s.score > best) {
-      best = s.score;
-      bestStart = s.start;
+    const s = score(io);
+    // Centred on the window's instances, kept within the body.
+    let adj = windowFirst - Math.trunc((TOKENS - (windowLast - windowFirst)) / 2);
+    if (adj + TOKENS > size) adj = size - TOKENS;
+    if (adj < 0) adj = 0;
+    if (s > best) {
+      best = s;
+      bestStart = adj;
     }
     if (firsts.length > 0 && size > TOKENS) {
-      let jj = 0;
-      for (; jj < firsts.length - 1; jj++) if ((firsts[jj + 1] as number) > io) break;
+      while (jj < firsts.length - 1 && (firsts[jj + 1] as number) <= io) jj++;
       const sentence = firsts[jj] as number;
       if (sentence < io) {
-        const t = score(sentence, false).score + (sentence === 0 ? 120 : 100);
+        const t = score(sentence) + (sentence === 0 ? 120 : 100);
         if (t > best) {
           best = t;
           bestStart = sentence;

@@ -19,7 +19,7 @@ export function plainTerms(terms: SearchTerms): { include: string[]; exclude: st
   return { include: include as string[], exclude: exclude as string[] };
 }
 
-/** The page and each hit's snippet from the in-memory engine; `body` reads a row's stored content. */
+/** The page and the snippets of its first `snippets` hits from the in-memory engine; `body` reads a row's stored content. */
 export function plainSearch(args: {
   rank: RankIndex;
   plain: { include: string[]; exclude: string[] };
@@ -27,8 +27,9 @@ export function plainSearch(args: {
   ranges?: ReadonlyArray<{ from: string; to: string }>;
   limit: number;
   offset: number;
+  snippets: number;
   body: (id: number) => string;
 }): Array<RankedRow & { snippet: string }> {
   const rows = rankPlain(args.rank, { ...args.plain, needs: args.needs, ranges: args.ranges, limit: args.limit, offset: args.offset });
-  return rows.map((row) => ({ ...row, snippet: snippetOf(args.body(row.id), args.plain.include) }));
+  return rows.map((row, i) => ({ ...row, snippet: i < args.snippets ? snippetOf(args.body(row.id), args.plain.include) : '' }));
 }

@@ -1,14 +1,12 @@
-import { decodedTerm, grow, sizedDecoded, type DecodedTerm } from './decodedTerm.js';
-import { PostingPool } from './postingPool.js';
-
-export { decodedTerm, type DecodedTerm } from './decodedTerm.js';
+import { weightOf } from './bm25.js';
+import { decodedTerm, grow, sizedDecoded } from './decodedTerm.js';
+import { BLOCK_POSTINGS, PostingPool } from './postingPool.js';
+import { TermCursor } from './termCursor.js';
 import { indexedText, tokenize } from './unicode61.js';
 
 /** The read rank of a document that no longer exists (a replaced or removed item). */
 export const DEAD = 255;
 
-/** Terms with at least this many postings keep their decoded list between queries (until the next write). */
-export const CACHE_MIN_POSTINGS = 4_096;
 /**
  * Dead postings (of replaced or removed items) from which, and once they outnumber the live ones, every list is
  * written again without them: each update of a 2 KB item leaves ~200 behind (~500 bytes). 0.58 s of CPU at
@@ -16,8 +14,12 @@ export const CACHE_MIN_POSTINGS = 4_096;
  * rollback may still need a dead document back).
  */
 const COMPACT_AT_POSTINGS = 1 << 20;
-/** At most this many postings decoded in the cache (12 bytes each: 12 MiB), the least recently used dropped first. */
-const CACHE_MAX_POSTINGS = 1 << 20;
+/**
+ * A list with this many postings or more (~10 blocks) takes its next blocks RUN at a time, consecutive: a query
+ * walking it reads memory in order (at most RUN - 1 blocks of 64 bytes unused per such list).
+ */
+const RUN_FROM = 256;
+const RUN = 8;
 
 type Undo = () => void;
 
@@ -41,16 +43,13 @@ export interface TransactionFollower {
  * so the two always hold the same rows; `commit` forgets the journal.
  */
 export class RankIndex implements TransactionFollower {
-  private readonly cacheMin: number;
   private readonly compactAt: number | undefined;
 
   /**
-   * `cacheMin`: the postings from which a term's decoded list is cached; `compactAt`: the dead postings from
-   * which the lists are written again without them (by default COMPACT_AT_POSTINGS or the live ones, whichever
-   * is more; tests lower both to reach them with small corpora).
+   * `compactAt`: the dead postings from which the lists are written again without them (by default
+   * COMPACT_AT_POSTINGS or the live ones, whichever is more; tests lower it to reach it with small corpora).
    */
-  constructor(tuning: { cacheMin?: number; compactAt?: number } = {}) {
-    this.cacheMin = tuning.cacheMin ?? CACHE_MIN_POSTINGS;
+  constructor(tuning: { compactAt?: number } = {}) {
     this.compactAt = tuning.compactAt;
   }
 
@@ -62,6 +61,8 @@ export class RankIndex implements TransactionFollower {
   private lastDoc = new Int32Array(1024);
   /** Postings written, dead ones included (the room a decode needs). */
   private postings = new Int32Array(1024);
+  /** Live postings of the terms queried since the last change, counted when dead ones exist (`liveCount`). */
+  private readonly liveCounts = new Map<number, number>();
 
   private paths: string[] = [];
   private needs = new Uint8Array(1024);
@@ -79,9 +80,8 @@ export class RankIndex implements TransactionFollower {
 
   private journal: Undo[] = [];
   private inTransaction = false;
-  /** Decoded lists of frequent terms by term id, least recently used first (see `decode`). */
-  private readonly cache = new Map<number, DecodedTerm>();
-  private cachedPostings = 0;
+  /** Room for one block's postings, where `liveCount` decodes them. */
+  private readonly scratch = { docs: new Int32Array(BLOCK_POSTINGS), body: new Int32Array(BLOCK_POSTINGS), path: new Int32Array(BLOCK_POSTINGS) };
 
   /** Adds or replaces the document of `path`. */
   put(args: { path: string; text: string; need: number; rowid: number }): void {
@@ -92,10 +92,11 @@ export class RankIndex implements TransactionFollower {
     // Path tokens count 1 << 20 each, body tokens 1: one number carries both counts.
     const pathTokens = tokenize(indexedText(args.path), (term) => counts.set(term, (counts.get(term) ?? 0) + (1 << 20)));
     const bodyTokens = tokenize(indexedText(args.text), (term) => counts.set(term, (counts.get(term) ?? 0) + 1));
+    // The length first: the blocks' bounds take it from there.
+    this.lengths[doc] = pathTokens + bodyTokens;
     for (const [term, count] of counts) this.append(term, doc, count % (1 << 20), Math.floor(count / (1 << 20)));
     this.paths[doc] = args.path;
     this.needs[doc] = args.need;
-    this.lengths[doc] = pathTokens + bodyTokens;
     this.rowids[doc] = args.rowid;
     this.postingCounts[doc] = counts.size;
     this.deadPostings += counts.size;
@@ -161,8 +162,11 @@ export class RankIndex implements TransactionFollower {
       let tail = PostingPool.start(block);
       let last = -1;
       for (let i = 0; i < n; i++) {
-        tail = pool.append(tail, (list.docs[i] as number) - last, list.body[i] as number, list.path[i] as number);
-        last = list.docs[i] as number;
+        const doc = list.docs[i] as number;
+        const body = list.body[i] as number;
+        const path = list.path[i] as number;
+        tail = pool.append(tail, doc, doc - last, body, path, weightOf(body, path), this.lengths[doc] as number, n >= RUN_FROM ? RUN : 1);
+        last = doc;
       }
       this.head[id] = block;
       this.tail[id] = tail;
@@ -172,7 +176,7 @@ export class RankIndex implements TransactionFollower {
     for (let doc = 0; doc < this.docs; doc++) if (this.needs[doc] === DEAD) this.paths[doc] = '';
     this.pool = pool;
     this.deadPostings = 0;
-    this.forgetDecoded();
+    this.changed();
   }
 
   /** The SQLite transaction rolled back: so are its changes here, newest first. */
@@ -187,41 +191,35 @@ export class RankIndex implements TransactionFollower {
   }
 
   /**
-   * The term's live postings into `into` (or a larger copy of it); undefined when no document ever held it.
-   * A frequent term's list comes from the cache when no write came since it was decoded: decoding is most of
-   * the time of a query of common words, and the same common words come back query after query.
+   * A cursor over the term's postings for one query (undefined when no document ever held it); `avgdl` is
+   * the query's, for the blocks' bounds. Valid until the next change.
    */
-  decode(term: string, into: DecodedTerm): DecodedTerm | undefined {
+  cursor(term: string, avgdl: number): TermCursor | undefined {
     const id = this.terms.get(term);
-    if (id === undefined) return undefined;
-    const hit = this.cache.get(id);
-    if (hit) {
-      this.cache.delete(id);
-      this.cache.set(id, hit);
-      return hit;
-    }
-    const all = this.postings[id] as number;
-    const cache = all >= this.cacheMin;
-    const out = cache || all > into.docs.length ? sizedDecoded(all) : into;
-    out.n = this.pool.decode(this.head[id] as number, out.docs, out.body, out.path, this.needs, DEAD);
-    if (cache) {
-      out.cached = true;
-      this.cache.set(id, out);
-      this.cachedPostings += out.docs.length;
-      for (const [old, list] of this.cache) {
-        if (this.cachedPostings <= CACHE_MAX_POSTINGS) break;
-        this.cache.delete(old);
-        this.cachedPostings -= list.docs.length;
-      }
-    }
-    return out;
+    return id === undefined ? undefined : new TermCursor(this.pool, this.head[id] as number, this.needs, DEAD, avgdl);
   }
 
-  /** Any change to which documents hold a term, or live: every decoded list may be out of date. */
-  private forgetDecoded(): void {
-    if (this.cache.size === 0) return;
-    this.cache.clear();
-    this.cachedPostings = 0;
+  /**
+   * How many live documents hold the term (FTS5's `n` of its IDF). Without dead postings, every posting is
+   * live; with some, the list is counted once per change and the count kept until the next one.
+   */
+  liveCount(term: string): number {
+    const id = this.terms.get(term);
+    if (id === undefined) return 0;
+    if (this.deadPostings === 0) return this.postings[id] as number;
+    let n = this.liveCounts.get(id);
+    if (n === undefined) {
+      const { docs, body, path } = this.scratch;
+      n = 0;
+      for (let block = this.head[id] as number; block !== 0; block = this.pool.next(block)) n += this.pool.decodeBlock(block, docs, body, path, 0, this.needs, DEAD);
+      this.liveCounts.set(id, n);
+    }
+    return n;
+  }
+
+  /** Any change to which documents hold a term, or live: every count in `liveCounts` may be out of date. */
+  private changed(): void {
+    if (this.liveCounts.size > 0) this.liveCounts.clear();
   }
 
   path(doc: number): string {
@@ -252,7 +250,7 @@ export class RankIndex implements TransactionFollower {
   }
 
   private kill(doc: number): void {
-    this.forgetDecoded();
+    this.changed();
     this.byPath.delete(this.paths[doc] as string);
     this.needs[doc] = DEAD;
     this.liveDocs--;
@@ -263,7 +261,7 @@ export class RankIndex implements TransactionFollower {
 
   /** Makes a dead document live (a new one is written dead, then revived). */
   private revive(doc: number, need: number): void {
-    this.forgetDecoded();
+    this.changed();
     this.byPath.set(this.paths[doc] as string, doc);
     this.needs[doc] = need;
     this.liveDocs++;
@@ -273,7 +271,7 @@ export class RankIndex implements TransactionFollower {
   }
 
   private append(term: string, doc: number, body: number, path: number): void {
-    this.forgetDecoded();
+    this.changed();
     let id = this.terms.get(term);
     if (id === undefined) {
       id = this.terms.size;
@@ -290,7 +288,7 @@ export class RankIndex implements TransactionFollower {
       this.lastDoc[id] = -1;
     }
     const gap = doc - (this.lastDoc[id] as number);
-    this.tail[id] = this.pool.append(this.tail[id] as number, gap, body, path);
+    this.tail[id] = this.pool.append(this.tail[id] as number, doc, gap, body, path, weightOf(body, path), this.lengths[doc] as number, (this.postings[id] as number) >= RUN_FROM ? RUN : 1);
     this.lastDoc[id] = doc;
     this.postings[id] = (this.postings[id] as number) + 1;
   }

@@ -70,7 +70,7 @@ export class SearchIndex implements DerivedView {
     private readonly orgId: string,
     private readonly progressEvery: number,
     private readonly metrics: Metrics,
-    rankTuning?: { cacheMin?: number; compactAt?: number },
+    rankTuning?: { compactAt?: number },
   ) {
     this.rank = new RankIndex(rankTuning);
     db.follow(this.rank);
@@ -94,7 +94,7 @@ export class SearchIndex implements DerivedView {
      */
     inBackground?: boolean;
     /** RankIndex's thresholds (tests). */
-    rankTuning?: { cacheMin?: number; compactAt?: number };
+    rankTuning?: { compactAt?: number };
   }): Promise<SearchIndex> {
     const { file, logger, orgId } = args;
     let db = SearchDb.open(file, logger);
@@ -265,6 +265,8 @@ export class SearchIndex implements DerivedView {
    * it may look in, absent for anywhere, empty for nowhere), from `offset` on. Both filter inside
    * the query, so what the caller may not read is never counted or paged over.
    * Work per query is bounded by the match itself: the caller bounds the terms.
+   * `snippets`: how many hits, from the first, get a snippet (all by default); the others' is empty: a caller
+   * that asks for one hit more than it shows, to know whether a next page exists, does not pay for its snippet.
    */
   async search(args: {
     terms: SearchTerms;
@@ -272,6 +274,7 @@ export class SearchIndex implements DerivedView {
     prefixes?: readonly string[];
     limit: number;
     offset: number;
+    snippets?: number;
   }): Promise<SearchHit[]> {
     if (args.prefixes?.length === 0) return [];
     // The loop's last check and the reads below run with nothing awaited in between: no staged
@@ -282,13 +285,14 @@ export class SearchIndex implements DerivedView {
       else await this.catchUp();
     }
     const query = { needs: args.needs, ranges: args.prefixes?.map(prefixRange), limit: args.limit, offset: args.offset };
+    const snippets = args.snippets ?? args.limit;
     // Plain words go to the in-memory engine once it is loaded; phrases and prefixes stay with FTS5.
     const plain = this.startRankLoad().ready && this.useRank ? plainTerms(args.terms) : null;
     let rows: Array<{ path: string; score: number; snippet: string }>;
-    if (plain) rows = plainSearch({ ...query, rank: this.rank, plain, body: (id) => this.db.body(id) });
+    if (plain) rows = plainSearch({ ...query, rank: this.rank, plain, snippets, body: (id) => this.db.body(id) });
     else {
       const match = matchExpression(args.terms);
-      rows = this.db.search({ ...query, match, pathMatch: pathMatchExpression(args.terms) }).map((row) => ({ ...row, snippet: this.db.snippet(match, row.id) }));
+      rows = this.db.search({ ...query, match, pathMatch: pathMatchExpression(args.terms) }).map((row, i) => ({ ...row, snippet: i < snippets ? this.db.snippet(match, row.id) : '' }));
     }
     const hits = hitsOf(rows, this.source);
     this.metrics.search({ seconds: secondsSince(started) });

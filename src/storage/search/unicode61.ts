@@ -33,6 +33,18 @@ for (let i = 0; i < FOLDS.length; i += 2) {
 const foldOf = (cp: number): number => (cp < 0x10000 ? ((BMP_FOLD[cp] as number) === -1 ? cp : (BMP_FOLD[cp] as number)) : (ASTRAL_FOLD.get(cp) ?? cp));
 
 /**
+ * The ASCII code points inside a token, read from the tables above (not assumed): 0 ends it, 1 is itself, 2 folds
+ * as `toLowerCase` folds it, 3 anything else (the general path). Most text is ASCII: a token of it is sliced, and
+ * lowered once if need be, instead of looked up and folded code point by code point.
+ */
+const ASCII = Uint8Array.from({ length: 0x80 }, (_, cp) => {
+  if (CLASS[cp] === SEPARATOR) return 0;
+  const folded = foldOf(cp);
+  if (folded === cp) return 1;
+  return folded === String.fromCharCode(cp).toLowerCase().charCodeAt(0) ? 2 : 3;
+});
+
+/**
  * What of `text` SQLite stores and indexes. The binding (node-sqlite3-wasm) writes a string as UTF-8
  * into a buffer sized by its own count, which takes a lone surrogate for the first half of a pair
  * (four bytes, and the next unit skipped) while the writer gives it three bytes and encodes that next
@@ -71,6 +83,19 @@ export type OnToken = (term: string, start: number, end: number) => void;
 
 /** Splits `text` into tokens as FTS5 does; returns how many there were. */
 export function tokenize(text: string, onToken: OnToken): number {
+  return scan(text, undefined, onToken);
+}
+
+/**
+ * As `tokenize`, but a token that none of `wanted` (folded tokens) equals comes with '' for its text, which is
+ * then never built when it needs no folding: a snippet needs every token's place and only the matches' text,
+ * and a string per token was most of its cost.
+ */
+export function tokenizeFor(text: string, wanted: readonly string[], onToken: OnToken): number {
+  return scan(text, wanted, onToken);
+}
+
+function scan(text: string, wanted: readonly string[] | undefined, onToken: OnToken): number {
   const n = text.length;
   let count = 0;
   let i = 0;
@@ -86,9 +111,23 @@ export function tokenize(text: string, onToken: OnToken): number {
     const start = i;
     // Plain text (no code point folded to another) is the token as written, sliced once.
     let plain = true;
+    // Only ASCII so far (folded at the end, by `toLowerCase`, when not plain).
+    let ascii = true;
     let out = '';
     while (i < n) {
       cp = text.charCodeAt(i);
+      if (ascii) {
+        const kind = cp < 0x80 ? (ASCII[cp] as number) : 3;
+        if (kind === 0) break;
+        if (kind !== 3) {
+          if (kind === 2) plain = false;
+          i++;
+          continue;
+        }
+        // The general path from here on, with what the ASCII part folds to.
+        ascii = false;
+        if (!plain) out = text.slice(start, i).toLowerCase();
+      }
       width = 1;
       if (cp >= 0xd800 && cp <= 0xdfff) [cp, width] = surrogate(text, i);
       if (CLASS[cp] === SEPARATOR) break;
@@ -100,10 +139,18 @@ export function tokenize(text: string, onToken: OnToken): number {
       if (!plain && folded !== 0) out += String.fromCodePoint(folded);
       i += width;
     }
-    onToken(plain ? text.slice(start, i) : out, start, i);
+    if (ascii && !plain) out = text.slice(start, i).toLowerCase();
+    if (wanted === undefined) onToken(plain ? text.slice(start, i) : out, start, i);
+    else onToken(plain ? wantedAt(text, start, i, wanted) : wanted.includes(out) ? out : '', start, i);
     count++;
   }
   return count;
+}
+
+/** The one of `wanted` that text[start, end) is ('' if none), compared in place. */
+function wantedAt(text: string, start: number, end: number, wanted: readonly string[]): string {
+  for (const w of wanted) if (w.length === end - start && text.startsWith(w, start)) return w;
+  return '';
 }
 
 /** The code point at `i` (a high surrogate) and its width; a lone surrogate reads as U+FFFD, as FTS5 reads it. */

@@ -301,6 +301,22 @@ describe('storage/search: the index beside the repository', function () {
     expect(await ranked('toast')).to.deep.equal(['other/toast.md (path)', 'cafe/menu.md']);
   });
 
+  it('makes snippets for the hits asked for alone (the look-ahead hit of a page has none), in both engines', async () => {
+    const store = open();
+    for (const name of ['a', 'b', 'c']) await put(store, `s/${name}.md`, `A plum ${name}, then plum again.`);
+    const index = (await repoOf(store)).search;
+    if (!index) throw new Error('no index');
+    await index.rankLoaded();
+    for (const useRank of [true, false]) {
+      index.useRank = useRank;
+      for (const terms of [{ include: [{ text: 'plum', prefix: false }], exclude: [] }, { include: [{ text: 'plu', prefix: true }], exclude: [] }]) {
+        const hits = await index.search({ terms, needs: [0, 1, 2, 3], limit: 3, offset: 0, snippets: 2 });
+        expect(hits.map((h) => h.snippet.includes('«plum»')), JSON.stringify({ useRank, terms })).to.deep.equal([true, true, false]);
+        expect(hits[2]?.snippet).to.equal('');
+      }
+    }
+  });
+
   it('a query that fails does not break the next ones (SQLite statements are compiled afresh)', async () => {
     const store = open();
     await put(store, 'e/a.md', 'lime');

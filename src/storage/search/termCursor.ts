@@ -1,0 +1,108 @@
+import { termBound } from './bm25.js';
+import { BLOCK_POSTINGS, HAS_PATH, META_BOUNDS, META_FIRST, META_NEXT, metaSlot, PAGE_SHIFT, RATIO_SCALE, WEIGHT_SATURATED, type PostingPool } from './postingPool.js';
+
+/** No document: past the end of a list. */
+export const END = 0x7fffffff;
+
+/**
+ * One term's postings read block by block for a query (rankQuery.ts): `shallow` moves to the block that may
+ * hold a document without decoding anything, so a query can judge the block by its bound (`bound`, `hasPath`)
+ * and skip it; `seek` decodes what it lands on. Both only move forward, as a query's documents do.
+ */
+export class TermCursor {
+  private block: number;
+  /** The first document of the next block (END: this is the last). */
+  private nextFirst: number;
+  private decoded = false;
+  private readonly docs = new Int32Array(BLOCK_POSTINGS);
+  private readonly bodies = new Int32Array(BLOCK_POSTINGS);
+  private readonly paths = new Int32Array(BLOCK_POSTINGS);
+  private n = 0;
+  private i = 0;
+  private boundOf = 0;
+  private boundValue = 0;
+  /** The pool's links and bounds per page (nothing is written while a query reads), the current block's page and slot. */
+  private readonly metas: Int32Array[];
+  private meta: Int32Array;
+  private slot: number;
+
+  constructor(
+    private readonly pool: PostingPool,
+    head: number,
+    private readonly needs: Uint8Array,
+    private readonly dead: number,
+    private readonly avgdl: number,
+  ) {
+    this.metas = pool.metas;
+    this.block = head;
+    this.meta = this.metas[head >>> PAGE_SHIFT] as Int32Array;
+    this.slot = metaSlot(head);
+    this.nextFirst = this.firstAfter();
+  }
+
+  /** The last document the current block may hold. */
+  get blockEnd(): number {
+    return this.nextFirst - 1;
+  }
+
+  /** At least the term's share of the score (IDF left out) of any document of the current block. */
+  get bound(): number {
+    if (this.boundOf !== this.block) {
+      this.boundOf = this.block;
+      const bounds = this.meta[this.slot + META_BOUNDS] as number;
+      this.boundValue = termBound(bounds & WEIGHT_SATURATED, WEIGHT_SATURATED, (bounds >>> 16) / RATIO_SCALE, this.avgdl);
+    }
+    return this.boundValue;
+  }
+
+  /** Whether a document of the current block may have the term in its path. */
+  get hasPath(): boolean {
+    return ((this.meta[this.slot + META_BOUNDS] as number) & HAS_PATH) !== 0;
+  }
+
+  /** Moves to the block that may hold `doc` (the last whose first document is at most `doc`), decoding nothing. */
+  shallow(doc: number): void {
+    while (this.nextFirst <= doc) this.advance();
+  }
+
+  /** The first live document at or after `doc` (END: none); the cursor stays on it (`body`, `path`). */
+  seek(doc: number): number {
+    this.shallow(doc);
+    for (;;) {
+      if (!this.decoded) {
+        this.n = this.pool.decodeBlock(this.block, this.docs, this.bodies, this.paths, 0, this.needs, this.dead);
+        this.i = 0;
+        this.decoded = true;
+      }
+      const docs = this.docs;
+      while (this.i < this.n && (docs[this.i] as number) < doc) this.i++;
+      if (this.i < this.n) return docs[this.i] as number;
+      if (this.nextFirst === END) return END;
+      this.advance();
+    }
+  }
+
+  /** The term's count in the body of the document `seek` found. */
+  body(): number {
+    return this.bodies[this.i] as number;
+  }
+
+  /** The term's count in the path of the document `seek` found. */
+  path(): number {
+    return this.paths[this.i] as number;
+  }
+
+  private advance(): void {
+    this.block = this.meta[this.slot + META_NEXT] as number;
+    this.meta = this.metas[this.block >>> PAGE_SHIFT] as Int32Array;
+    this.slot = metaSlot(this.block);
+    this.nextFirst = this.firstAfter();
+    this.decoded = false;
+  }
+
+  /** The first document of the block after the current one (END: none). */
+  private firstAfter(): number {
+    const next = this.meta[this.slot + META_NEXT] as number;
+    return next === 0 ? END : ((this.metas[next >>> PAGE_SHIFT] as Int32Array)[metaSlot(next) + META_FIRST] as number);
+  }
+}
