@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SEARCH_FILE } from '../../src/storage/repo/orgStore.js';
 import { copyFixture, ensureFixture, gitdirOf, itemPath, type Fixture } from './fixtures.js';
-import { cpuSecondsOf, loadAverage, memoryOf, setupPinning, type Pinning } from './machine.js';
+import { cpuSecondsOf, GC_ON_SIGNAL, loadAverage, memoryOf, setupPinning, type Pinning } from './machine.js';
 import { logLine, startAndProbe, stopServer } from './ours.js';
 import { fmt, ms, type Figure } from './report.js';
 import { loadSettings, progress } from './settings.js';
@@ -20,10 +20,6 @@ import { timedGet } from './timing.js';
  */
 
 const API = '/api/v1/knowledge';
-/** A full GC on SIGUSR2 (gcOnSignal.cjs), so the memory read is what the server keeps, not its garbage. */
-const GC_ON_SIGNAL = {
-  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc --require "${fileURLToPath(new URL('./gcOnSignal.cjs', import.meta.url))}"`.trim(),
-};
 const RANDOM_READS = 1_000;
 
 export interface ColdStart {

@@ -26,12 +26,17 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ensureBuilt, killAllChildren, spawnServe } from '../support/child.js';
 import { tmpDir } from '../support/tmp.js';
+import { GC_ON_SIGNAL } from './machine.js';
 import { putItem } from './putRequest.js';
 
 const ROUNDS = Number(process.argv[2] ?? 6);
 const PUTS = Number(process.argv[3] ?? 100);
 const LISTENERS = Number(process.argv[4] ?? 200);
 const TARGET = 0.05;
+/** How long a full GC of the server and its fan-out process is given before a round (see `pause`). */
+const GC_MS = 500;
+/** The time between two timed rounds (see `pause`): longer than the opening of 200 listeners takes. */
+const PAUSE_MS = Number(process.env.PAUSE_MS ?? 2_000);
 /**
  * `LISTENERS_NICE=19` runs the listeners' process at that niceness. The 200 listeners stand in for clients on other
  * machines; on this 2-core machine their process (about 1 ms of CPU per PUT to read 200 streams) otherwise competes
@@ -153,7 +158,9 @@ const tmp = await tmpDir('ks-bench-events');
 try {
   const profile: Record<string, string> = process.env.PROFILE ? { NODE_OPTIONS: `--import ${pathToFileURL(join(import.meta.dirname, 'cpuProfile.mjs')).href}`, CPU_PROFILE_DIR: PROFILES } : {};
   if (process.env.PROFILE) mkdirSync(PROFILES, { recursive: true });
-  const server = await spawnServe(tmp.dir, 15_000, { KNOWLEDGE_EVENT_STREAMS_PER_KEY: String(LISTENERS + 10), KNOWLEDGE_RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn', ...profile });
+  // A full GC on SIGUSR2 before each timed round (see `pause`), unless SIGUSR2 writes the CPU profile instead.
+  const gc: Record<string, string> = process.env.PROFILE ? {} : GC_ON_SIGNAL;
+  const server = await spawnServe(tmp.dir, 15_000, { KNOWLEDGE_EVENT_STREAMS_PER_KEY: String(LISTENERS + 10), KNOWLEDGE_RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn', ...gc, ...profile });
   if (PIN) {
     // The server (and the fan-out process it forks at the first stream, which inherits this) on CPU 0; this
     // client and the listeners' process (forked from it) on CPU 1, as `npm run bench` pins its load generator.
@@ -172,14 +179,36 @@ try {
   const opened = { server: 0, fanOut: 0, fanOutRounds: 0 };
   let chunks = 0;
   let fanOut: number | undefined;
-  for (let round = 0; round < ROUNDS; round++) {
-    let c0 = cpuMs(server.pid);
-    let s0 = sysMs(server.pid);
-    let f0 = fanOutMs(fanOut);
+  // Every timed round starts PAUSE_MS after the last one ended, then one untimed PUT, with listeners or without: a
+  // round timed right after another ran slower than one after the listeners' opening (a second), by 10-17% at p50
+  // and p95 with no listener at all (A/A, `events.ts 12 100 0`), which the figures took for the listeners' effect.
+  let lastEnd = performance.now();
+  let overran = 0;
+  const pause = async (): Promise<void> => {
+    // Of a random length, between one and two PAUSE_MS: fixed, a pair of rounds took ~5 s, the period of the kernel's
+    // writeback of dirty pages, whose fsync stalls then fell on the same kind of round time after time.
+    const wait = PAUSE_MS * (1 + Math.random()) - (performance.now() - lastEnd);
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    else overran += 1;
+    // The garbage of opening (or closing) 200 streams, in the server and its fan-out process, is collected before
+    // the round, not during it: it would fall on whichever round came next (the steady state is what is timed).
+    if (process.env.PROFILE) return;
+    for (const pid of [server.pid, fanOut]) if (pid !== undefined) process.kill(pid, 'SIGUSR2');
+    await new Promise((r) => setTimeout(r, GC_MS));
+  };
+  const roundWithout = async (): Promise<void> => {
+    await pause();
+    await next();
+    const c0 = cpuMs(server.pid);
+    const s0 = sysMs(server.pid);
+    const f0 = fanOutMs(fanOut);
     for (let i = 0; i < PUTS; i++) without.push(await next());
+    lastEnd = performance.now();
     cpu.without += cpuMs(server.pid) - c0;
     sys.without += sysMs(server.pid) - s0;
     cpu.fanOutWithout += fanOutMs(fanOut).all - f0.all;
+  };
+  const roundWith = async (): Promise<void> => {
     const o0 = { server: cpuMs(server.pid), fanOut: fanOutMs(fanOut).all, fanOutPid: fanOut };
     const listeners = await openListeners(server.url, key, LISTENERS);
     // Started with the first stream, and kept (unless it died, which would show as a new pid).
@@ -187,6 +216,7 @@ try {
     // One commit, not timed, that every listener must get: then every stream has been handed to the fan-out
     // process and stands at the head. What is timed below is the steady state the target is about (listeners
     // connected, commits coming), not the opening of 200 streams, whose cost is measured here and printed apart.
+    await pause();
     await next();
     await everyHas(listeners, 1);
     opened.server += cpuMs(server.pid) - o0.server;
@@ -195,15 +225,16 @@ try {
       opened.fanOutRounds += 1;
     }
     const done: number[] = [];
-    c0 = cpuMs(server.pid);
-    s0 = sysMs(server.pid);
-    f0 = fanOutMs(fanOut);
+    const c0 = cpuMs(server.pid);
+    const s0 = sysMs(server.pid);
+    const f0 = fanOutMs(fanOut);
     const l0 = cpuMs(listeners.pid);
     const b0 = cpuMs(process.pid);
     for (let i = 0; i < PUTS; i++) {
       withListeners.push(await next());
       done.push(performance.timeOrigin + performance.now());
     }
+    lastEnd = performance.now();
     // Every listener must have every commit of the round (the figure is only worth something if they did).
     const { ids, arrivals } = await everyHas(listeners, 1 + PUTS);
     cpu.with += cpuMs(server.pid) - c0;
@@ -223,6 +254,16 @@ try {
     done.forEach((at, k) => lags.push(Math.max(...arrivals.map((a) => (a[k + 1] as number) - at))));
     await listeners.close();
     await new Promise((r) => setTimeout(r, 200));
+  };
+  for (let round = 0; round < ROUNDS; round++) {
+    // Which kind goes first, drawn per round: an effect of the place in the pair (what came just before) falls on both alike.
+    if (Math.random() < 0.5) {
+      await roundWithout();
+      await roundWith();
+    } else {
+      await roundWith();
+      await roundWithout();
+    }
   }
   const row = (label: string, v: number[]): string => `| ${label} | ${v.length} | ${quantile(v, 0.5).toFixed(2)} | ${quantile(v, 0.95).toFixed(2)} |`;
   console.log(`| listeners | PUTs | PUT p50 ms | PUT p95 ms |`);
@@ -245,6 +286,7 @@ try {
   );
   // On a 2-core machine the listeners' own parsing competes with the server: it is shown, so that a result skewed by it is seen.
   console.log(`other processes' CPU per PUT with ${LISTENERS} listeners: listeners process ${(cpu.listeners / withListeners.length).toFixed(2)} ms, this bench client ${(cpu.client / withListeners.length).toFixed(2)} ms`);
+  if (overran > 0) console.log(`the listeners' opening took longer than the ${PAUSE_MS} ms between rounds ${overran} times: those rounds started later (PAUSE_MS=... to change)`);
   console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores; listeners' process niceness ${LISTENERS_NICE}${PIN ? '; pinned: server and fan-out on CPU 0, client and listeners on CPU 1' : ''}`);
   console.log(`fan-out lag (PUT answered -> last of ${LISTENERS} listeners has the event): p50 ${quantile(lags, 0.5).toFixed(1)} ms, p95 ${quantile(lags, 0.95).toFixed(1)} ms`);
   if (process.env.PROFILE) {

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 
 /**
  * The machine the figures come from, and how its CPUs are shared (the
@@ -86,6 +87,11 @@ export async function describeMachine(args: { dataDir: string; pinning: Pinning 
     loadAverage: `${await loadAverage()} at start`,
   };
 }
+
+/** The environment of a server whose SIGUSR2 runs a full garbage collection (gcOnSignal.cjs; its children inherit it). */
+export const GC_ON_SIGNAL = {
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc --require "${fileURLToPath(new URL('./gcOnSignal.cjs', import.meta.url))}"`.trim(),
+};
 
 /** VmRSS and VmHWM of a process, in MiB (Linux). */
 export async function memoryOf(pid: number): Promise<{ rssMiB: number; hwmMiB: number } | null> {

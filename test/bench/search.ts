@@ -1,12 +1,11 @@
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { SEARCH_FILE } from '../../src/storage/repo/orgStore.js';
 import { benchQueries, type SearchQuery } from './corpus.js';
 import { copyFixture, gitdirOf, itemPath, type Fixture } from './fixtures.js';
 import { describeLoad, runLoad, type LoadResult } from './load.js';
-import { memoryOf, type Pinning } from './machine.js';
+import { GC_ON_SIGNAL, memoryOf, type Pinning } from './machine.js';
 import { loadRankingIndex, measureGet, measurePut, serverComplaints, logLine, serverLog, stopServer, type LogEntry, type PutRun } from './ours.js';
 import { startOurServer, type Served } from './processes.js';
 import type { BenchSettings } from './settings.js';
@@ -36,10 +35,6 @@ const API = '/api/v1/knowledge';
 export const SEARCH_LIMIT = 10;
 const ON = { KNOWLEDGE_SEARCH: 'on' };
 const OFF = { KNOWLEDGE_SEARCH: 'off' };
-/** For the servers whose memory is compared: a full GC on SIGUSR2 (gcOnSignal.cjs). */
-const GC_ON_SIGNAL = {
-  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc --require "${fileURLToPath(new URL('./gcOnSignal.cjs', import.meta.url))}"`.trim(),
-};
 /** GETs of items in the warm-up, before memory is read (as many with search on and off). */
 const WARMUP_GETS = 1_000;
 

@@ -7,6 +7,12 @@ export type EventWalker = Pick<EventFeed, 'walk'>;
 
 /** Commits walked per turn: a listener far behind catches up in turns, each bounded in time and memory. */
 export const WALK_TURN = 64;
+/**
+ * Commits walked between two looks at the event loop's I/O: a wake-up's turn walks up to WALK_TURN commits
+ * (~30 µs each: the filter, the JSON), in the writer's process, and a request that arrives meanwhile (the next PUT)
+ * would wait for all of them: in slices, it waits for one.
+ */
+const WALK_SLICE = 8;
 
 /** One turn of a stream's walk: the bytes to write (one socket write), and where the stream then stands. */
 export interface EventChunk {
@@ -45,6 +51,7 @@ export async function walkChunk(args: { feed: EventWalker; repo: OrgRepo; actor:
     cursor = commitId;
     full = size > room;
     if (full || ++walked === WALK_TURN) break;
+    if (walked % WALK_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
   }
   if (args.stop?.()) return null;
   return { bytes: parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size), lastSent, cursor, walked, full };
