@@ -42,17 +42,21 @@ describe('reliability: headers and leaks (nosniff everywhere, no stack or path i
     path: string,
     options: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array } = {},
   ): Promise<Seen> => {
-    const res = await fetch(`${server.url}${path}`, {
-      method: options.method ?? 'GET',
-      headers: options.headers,
-      body: options.body,
-      redirect: 'manual',
+    // A bound on each request, so that one that never gets its answer fails naming itself (it hung once in CI, at
+    // 0aca2c8, and the test's timeout could not say which it was); not a speed goal: answers here take milliseconds.
+    const signal = AbortSignal.timeout(20_000);
+    const what = `${options.method ?? 'GET'} ${path.slice(0, 120)} (${label})`;
+    const answered = async (): Promise<{ res: Response; bytes: Buffer }> => {
+      const res = await fetch(`${server.url}${path}`, { method: options.method ?? 'GET', headers: options.headers, body: options.body, redirect: 'manual', signal });
+      return { res, bytes: Buffer.from(await res.arrayBuffer()) };
+    };
+    const { res, bytes } = await answered().catch((err: unknown) => {
+      throw new Error(`${what}: ${String(err)}`);
     });
-    const bytes = Buffer.from(await res.arrayBuffer());
     const body = bytes.toString('latin1');
     // Every route, good and bad input: each answer is also held against the API description (by the
     // fetch every test uses, support/openapiHooks.ts).
-    const s: Seen = { label: `${options.method ?? 'GET'} ${path.slice(0, 120)} (${label})`, status: res.status, headers: new Map(res.headers), body };
+    const s: Seen = { label: what, status: res.status, headers: new Map(res.headers), body };
     seen.push(s);
     return s;
   };
