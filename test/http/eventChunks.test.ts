@@ -90,4 +90,24 @@ describe('Event chunks: the turns streams share', () => {
     let calls = 0;
     expect(await walkChunk({ feed, repo, actor: actor('k1'), cursor: 'c0', room: 1 << 20, stop: () => ++calls > 3 })).to.equal(null);
   });
+
+  it('a long turn lets the event loop read its I/O between slices of commits (a PUT arriving meanwhile waits for one slice)', async () => {
+    const feed = fakeFeed(commitsNamed(WALK_TURN + 1));
+    let walked = 0;
+    const counting: EventWalker = {
+      async *walk(args) {
+        for await (const commit of feed.walk(args)) {
+          walked += 1;
+          yield commit;
+        }
+      },
+    };
+    // A check-phase callback stands for the I/O the poll phase would read: without the slices the whole turn runs
+    // in microtasks, before it.
+    let walkedWhenLooked = -1;
+    setImmediate(() => (walkedWhenLooked = walked));
+    const turn = await walkChunk({ feed: counting, repo: repoAt(`c${WALK_TURN}`), actor: actor('k1'), cursor: 'c0', room: 1 << 20 });
+    expect(turn?.walked).to.equal(WALK_TURN);
+    expect(walkedWhenLooked).to.be.within(1, WALK_TURN - 1);
+  });
 });

@@ -72,11 +72,16 @@ describe('storage/search: the index beside the repository', function () {
     await cleanup();
   });
 
-  it('is reused after a clean stop: nothing rebuilt, everything found', async () => {
+  /** Two items written by a store that is then stopped cleanly (its index saved). */
+  const writtenAndStopped = async (): Promise<void> => {
     const first = open();
     await put(first, 'a/one.md', 'apricot');
     await put(first, 'a/two.md', 'blueberry');
     await first.closeAll();
+  };
+
+  it('is reused after a clean stop: nothing rebuilt, everything found', async () => {
+    await writtenAndStopped();
     logged = [];
     const second = open();
     expect(await found(second, 'apricot')).to.deep.equal(['a/one.md']);
@@ -84,10 +89,7 @@ describe('storage/search: the index beside the repository', function () {
   });
 
   it('loads its ranking index in memory at the first search, not at the open', async () => {
-    const first = open();
-    await put(first, 'a/one.md', 'apricot');
-    await put(first, 'a/two.md', 'blueberry');
-    await first.closeAll();
+    await writtenAndStopped();
     logged = [];
     const second = open();
     await put(second, 'a/three.md', 'cherry'); // opens the organization and writes: no load yet
@@ -100,10 +102,7 @@ describe('storage/search: the index beside the repository', function () {
   });
 
   it('keeps no copy of its rows in memory: a reused index, its searches and writes read rows one by one from the file', async () => {
-    const first = open();
-    await put(first, 'a/one.md', 'apricot');
-    await put(first, 'a/two.md', 'blueberry');
-    await first.closeAll();
+    await writtenAndStopped();
     // Reading every row (the catch-up's pass, `verify`) is what a copy held for the server's life needed at each open.
     const readAll = SearchDb.prototype.indexed;
     let allRead = 0;
