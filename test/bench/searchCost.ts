@@ -10,6 +10,8 @@
  * index before it is measured. `PROFILE=1` profiles our server (cpuProfile.mjs) into .tmp/bench/profiles/, one
  * profile per round of ours. Each server's VmRSS is read after the search bench's warm-up (its 100 queries) and a
  * full GC (gcOnSignal.cjs), as the search bench reads it: what two builds hold, side by side.
+ * `--no-match` asks words that are in no item instead (the same words, 'q' appended): what a search request
+ * costs before the engine has anything to rank or snip, its floor.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,6 +30,7 @@ const ROUNDS = options.number('--rounds', 2);
 const DURATION_S = options.number('--duration', 5);
 const CONNECTIONS = options.number('--connections', 32);
 const BASELINE = options.text('--baseline');
+const NO_MATCH = process.argv.includes('--no-match');
 const WARMUP_S = 2;
 const API = '/api/v1/knowledge';
 const searchPath = (q: string): string => `${API}/search?q=${encodeURIComponent(q)}&limit=10`;
@@ -40,7 +43,7 @@ mkdirSync(profiles, { recursive: true });
 const gcOnSignal = `--expose-gc --require "${fileURLToPath(new URL('./gcOnSignal.cjs', import.meta.url))}"`;
 const profile: Record<string, string> = process.env.PROFILE ? { NODE_OPTIONS: `${gcOnSignal} --import ${pathToFileURL(join(import.meta.dirname, 'cpuProfile.mjs')).href}`, CPU_PROFILE_DIR: profiles } : { NODE_OPTIONS: gcOnSignal };
 const q = benchQueries();
-const rotating = [...q.warmup, ...q.timed];
+const rotating = [...q.warmup, ...q.timed].map((x) => (NO_MATCH ? { ...x, q: x.q.replace(/\b(\w+)\b/g, '$1q') } : x));
 
 /** A server on its own copy of the fixture, its index built and its ranking index loaded. */
 async function serve(who: string, cli?: string, env: Record<string, string> = {}): Promise<Served> {

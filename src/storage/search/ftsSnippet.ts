@@ -1,4 +1,4 @@
-import { tokenizeFor } from './unicode61.js';
+import { asciiSnippetTokens, snippetTokens, type SnippetTokens } from './snippetTokens.js';
 
 /** snippet(docs, 1, '«', '»', '…', 32), as SearchDb asks FTS5 for it. */
 const OPEN = '«';
@@ -18,27 +18,21 @@ const TOKENS = 32;
  * sentence scores 100 more (120 at the body's start); the best wins, ties to the first.
  */
 export function snippetOf(body: string, phrases: readonly string[]): string {
-  const starts: number[] = [];
-  const ends: number[] = [];
-  // Instances in FTS5's order: by position, then by phrase.
-  const instPos: number[] = [];
-  const instPhrase: number[] = [];
-  const firsts: number[] = [];
-  tokenizeFor(body, phrases, (term, start, end) => {
-    const pos = starts.length;
-    if (pos === 0) firsts.push(0);
-    else if (sentenceStartsAt(body, start)) firsts.push(pos);
-    starts.push(start);
-    ends.push(end);
-    if (term === '') return;
-    for (let p = 0; p < phrases.length; p++) {
-      if (phrases[p] === term) {
-        instPos.push(pos);
-        instPhrase.push(p);
-      }
-    }
-  });
-  const size = starts.length;
+  return snippetFrom(body, snippetTokens(body, phrases), phrases);
+}
+
+/**
+ * snippetOf for a stored body read as its UTF-8 bytes: an ASCII one is scanned as bytes and turned into text
+ * at once (latin1: a byte a code unit, no decoding); any other is read as text, by `text`, as SQLite gives it.
+ */
+export function snippetOfStored(bytes: Uint8Array, text: () => string, phrases: readonly string[]): string {
+  const tokens = asciiSnippetTokens(bytes, phrases);
+  if (tokens === null) return snippetOf(text(), phrases);
+  return snippetFrom(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'), tokens, phrases);
+}
+
+function snippetFrom(body: string, tokens: SnippetTokens, phrases: readonly string[]): string {
+  const { size, starts, ends, instPos, instPhrase, firsts } = tokens;
   // Instances are in position order: a window's are found by a binary search, not by a pass over all of them
   // (a snippet of a common word scores a window per instance: that pass made it quadratic).
   const seen = new Uint8Array(phrases.length);
@@ -99,7 +93,7 @@ export function snippetOf(body: string, phrases: readonly string[]): string {
 }
 
 /** fts5HighlightCb over the window [start, start + 32): marks around each matched token, text between copied. */
-function highlight(body: string, starts: number[], ends: number[], matches: number[], rangeStart: number, size: number): string {
+function highlight(body: string, starts: Int32Array, ends: Int32Array, matches: number[], rangeStart: number, size: number): string {
   const rangeEnd = rangeStart + TOKENS - 1;
   let out = rangeStart > 0 ? ELLIPSIS : '';
   // The coalesced instances: single tokens here, so each matched position.
@@ -108,7 +102,7 @@ function highlight(body: string, starts: number[], ends: number[], matches: numb
   const iterStart = (): number => (m < matches.length ? (matches[m] as number) : -1);
   let off = 0;
   let open = false;
-  for (let pos = Math.max(0, rangeStart); pos <= rangeEnd && pos < starts.length; pos++) {
+  for (let pos = Math.max(0, rangeStart); pos <= rangeEnd && pos < size; pos++) {
     const s = starts[pos] as number;
     const e = ends[pos] as number;
     if (rangeStart && pos === rangeStart) off = s;
@@ -147,17 +141,6 @@ function highlight(body: string, starts: number[], ends: number[], matches: numb
   }
   if (open) out += CLOSE;
   return rangeEnd >= size - 1 ? out + body.slice(off) : out + ELLIPSIS;
-}
-
-/** fts5SentenceFinderCb: a token after whitespace that follows a '.' or ':' starts a sentence. */
-function sentenceStartsAt(body: string, start: number): boolean {
-  let i = start - 1;
-  let c = '';
-  for (; i >= 0; i--) {
-    c = body[i] as string;
-    if (c !== ' ' && c !== '\t' && c !== '\n' && c !== '\r') break;
-  }
-  return i !== start - 1 && (c === '.' || c === ':');
 }
 
 function distinctSorted(xs: number[]): number[] {

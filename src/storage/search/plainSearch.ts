@@ -1,4 +1,4 @@
-import { snippetOf } from './ftsSnippet.js';
+import { snippetOf, snippetOfStored } from './ftsSnippet.js';
 import type { SearchTerms } from './matchExpression.js';
 import type { RankIndex } from './rankIndex.js';
 import { rankPlain, type RankedRow } from './rankQuery.js';
@@ -19,7 +19,10 @@ export function plainTerms(terms: SearchTerms): { include: string[]; exclude: st
   return { include: include as string[], exclude: exclude as string[] };
 }
 
-/** The page and the snippets of its first `snippets` hits from the in-memory engine; `body` reads a row's stored content. */
+/**
+ * The page and the snippets of its first `snippets` hits from the in-memory engine. `bodies` reads rows' stored
+ * content as UTF-8 bytes, all the page's at once; `body` one row's as text, for a body that is not ASCII.
+ */
 export function plainSearch(args: {
   rank: RankIndex;
   plain: { include: string[]; exclude: string[] };
@@ -28,8 +31,15 @@ export function plainSearch(args: {
   limit: number;
   offset: number;
   snippets: number;
+  bodies: (ids: readonly number[]) => ReadonlyMap<number, Uint8Array>;
   body: (id: number) => string;
 }): Array<RankedRow & { snippet: string }> {
   const rows = rankPlain(args.rank, { ...args.plain, needs: args.needs, ranges: args.ranges, limit: args.limit, offset: args.offset });
-  return rows.map((row, i) => ({ ...row, snippet: i < args.snippets ? snippetOf(args.body(row.id), args.plain.include) : '' }));
+  const shown = rows.slice(0, args.snippets);
+  const stored = shown.length > 0 ? args.bodies(shown.map((row) => row.id)) : new Map<number, Uint8Array>();
+  const snippet = (id: number): string => {
+    const bytes = stored.get(id);
+    return bytes ? snippetOfStored(bytes, () => args.body(id), args.plain.include) : snippetOf(args.body(id), args.plain.include);
+  };
+  return rows.map((row, i) => ({ ...row, snippet: i < args.snippets ? snippet(row.id) : '' }));
 }

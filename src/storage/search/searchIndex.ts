@@ -289,7 +289,7 @@ export class SearchIndex implements DerivedView {
     // Plain words go to the in-memory engine once it is loaded; phrases and prefixes stay with FTS5.
     const plain = this.startRankLoad().ready && this.useRank ? plainTerms(args.terms) : null;
     let rows: Array<{ path: string; score: number; snippet: string }>;
-    if (plain) rows = plainSearch({ ...query, rank: this.rank, plain, snippets, body: (id) => this.db.body(id) });
+    if (plain) rows = plainSearch({ ...query, rank: this.rank, plain, snippets, bodies: (ids) => this.db.bodies(ids), body: (id) => this.db.body(id) });
     else {
       const match = matchExpression(args.terms);
       rows = this.db.search({ ...query, match, pathMatch: pathMatchExpression(args.terms) }).map((row, i) => ({ ...row, snippet: i < snippets ? this.db.snippet(match, row.id) : '' }));

@@ -44,6 +44,16 @@ const ASCII = Uint8Array.from({ length: 0x80 }, (_, cp) => {
   return folded === String.fromCharCode(cp).toLowerCase().charCodeAt(0) ? 2 : 3;
 });
 
+/** The ASCII kinds above, for snippetTokens.ts's pass over ASCII bodies. */
+export const ASCII_KINDS: Readonly<Uint8Array> = ASCII;
+
+/**
+ * Whether an ASCII text splits by ASCII_KINDS alone: every ASCII code point a separator, or a letter or
+ * digit (it may start a token) that is itself or folds as `toLowerCase` folds it. SQLite's tables say so
+ * today; were one to change (a diacritic, another fold), the snippets' ASCII pass would step aside.
+ */
+export const ASCII_SPLITS_ALONE = ASCII.every((kind, cp) => kind === 0 || ((kind === 1 || kind === 2) && CLASS[cp] === STARTS));
+
 /**
  * What of `text` SQLite stores and indexes. The binding (node-sqlite3-wasm) writes a string as UTF-8
  * into a buffer sized by its own count, which takes a lone surrogate for the first half of a pair
