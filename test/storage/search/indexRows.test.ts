@@ -1,0 +1,90 @@
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { silentLogger } from '../../../src/common/log.js';
+import type { IndexEntry } from '../../../src/storage/repo/itemIndex.js';
+import { IndexRows, type SearchSource } from '../../../src/storage/search/indexRows.js';
+import { RankIndex } from '../../../src/storage/search/rankIndex.js';
+import { SearchDb } from '../../../src/storage/search/searchDb.js';
+import { random } from '../../support/random.js';
+import { textRecord } from '../../support/records.js';
+import { tmpDir } from '../../support/tmp.js';
+
+/**
+ * A batch's rows go to FTS5 in the order of their rowids, whatever the order of its paths: FTS5 flushes its
+ * pending postings as a segment of their own whenever a write goes to a lower rowid than the last, which made a
+ * batch of 16 PUTs write up to 16 segments (IndexRows.apply). The file's writes are watched as SearchDb sees them.
+ */
+describe('storage/search: a batch writes its rows in rowid order', () => {
+  it('rewrites, removals and read-rank changes by rising rowid, new rows last in their order, and the rows end up right', async () => {
+    const { dir, cleanup } = await tmpDir();
+    const db = SearchDb.open(join(dir, 'search.sqlite'), silentLogger);
+    try {
+      const entries = new Map<string, IndexEntry>();
+      const source: SearchSource = {
+        headCommit: null,
+        entries: () => entries.values(),
+        get: (path) => entries.get(path),
+        folderRule: () => undefined,
+        readContent: async () => '',
+      };
+      const rows = new IndexRows(db, source, (record) => (record.requiredReadPermission === 'inherit' ? 0 : 1), new RankIndex());
+      let serial = 0;
+      const entry = (path: string, perm: 'inherit' | 'knowledge:write' = 'inherit'): IndexEntry => {
+        const e = { record: textRecord(path, { requiredReadPermission: perm }), blobOid: `b${serial++}`, recordOid: `r${serial}` };
+        entries.set(path, e);
+        return e;
+      };
+      const paths = Array.from({ length: 40 }, (_, i) => `n/${String(i).padStart(2, '0')}.md`);
+      db.transaction(() => rows.apply(paths.map((path) => ({ path, entry: entry(path), text: `first ${path}` })), 'h1', source));
+      const idOf = new Map(paths.map((path) => [path, (rows.get(path) as { id: number }).id]));
+
+      // Watched from here: the order in which the rows' ids reach the file.
+      const order: Array<number | string> = [];
+      const put = db.put.bind(db);
+      db.put = (args) => {
+        order.push(args.id ?? `new ${args.path}`);
+        return put(args);
+      };
+      const remove = db.remove.bind(db);
+      db.remove = (id) => {
+        order.push(id);
+        remove(id);
+      };
+      const setNeed = db.setNeed.bind(db);
+      db.setNeed = (id, need) => {
+        order.push(id);
+        setNeed(id, need);
+      };
+
+      const rnd = random(11);
+      const shuffled = [...paths].sort(() => rnd() - 0.5);
+      const rewritten = shuffled.slice(0, 12);
+      const removed = shuffled.slice(12, 16);
+      const reranked = shuffled.slice(16, 20);
+      const updates = [
+        { path: 'n/new-b.md', entry: entry('n/new-b.md'), text: 'new b' },
+        ...rewritten.map((path) => ({ path, entry: entry(path), text: `second ${path}` })),
+        ...removed.map((path) => {
+          entries.delete(path);
+          return { path, entry: undefined };
+        }),
+        { path: 'n/new-a.md', entry: entry('n/new-a.md'), text: 'new a' },
+        ...reranked.map((path) => ({ path, entry: entry(path, 'knowledge:write') })),
+      ].sort(() => rnd() - 0.5);
+      db.transaction(() => rows.apply(updates, 'h2', source));
+
+      const known = [...rewritten, ...removed, ...reranked].map((path) => idOf.get(path) as number).sort((a, b) => a - b);
+      const news = updates.filter((u) => u.path.startsWith('n/new-')).map((u) => `new ${u.path}`);
+      expect(order).to.deep.equal([...known, ...news]);
+      // The rows are what the updates say, whatever their order.
+      for (const path of rewritten) expect(db.body((rows.get(path) as { id: number }).id)).to.equal(`second ${path}`);
+      for (const path of removed) expect(rows.get(path)).to.equal(undefined);
+      for (const path of reranked) expect(rows.get(path)?.need).to.equal(1);
+      expect(db.body((rows.get('n/new-a.md') as { id: number }).id)).to.equal('new a');
+      expect(db.head).to.equal('h2');
+    } finally {
+      db.close();
+      await cleanup();
+    }
+  });
+});
