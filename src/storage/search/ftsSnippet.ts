@@ -32,7 +32,7 @@ export function snippetOfStored(bytes: Uint8Array, text: () => string, phrases: 
 }
 
 function snippetFrom(body: string, tokens: SnippetTokens, phrases: readonly string[]): string {
-  const { size, starts, ends, instPos, instPhrase, firsts } = tokens;
+  const { size, edges, instPos, instPhrase, firsts } = tokens;
   // Instances are in position order: a window's are found by a binary search, not by a pass over all of them
   // (a snippet of a common word scores a window per instance: that pass made it quadratic).
   const seen = new Uint8Array(phrases.length);
@@ -89,11 +89,11 @@ function snippetFrom(body: string, tokens: SnippetTokens, phrases: readonly stri
       }
     }
   }
-  return highlight(body, starts, ends, distinctSorted(instPos), bestStart, size);
+  return highlight(body, edges, distinctSorted(instPos), bestStart, size);
 }
 
 /** fts5HighlightCb over the window [start, start + 32): marks around each matched token, text between copied. */
-function highlight(body: string, starts: Int32Array, ends: Int32Array, matches: number[], rangeStart: number, size: number): string {
+function highlight(body: string, edges: Int32Array, matches: number[], rangeStart: number, size: number): string {
   const rangeEnd = rangeStart + TOKENS - 1;
   let out = rangeStart > 0 ? ELLIPSIS : '';
   // The coalesced instances: single tokens here, so each matched position.
@@ -103,8 +103,8 @@ function highlight(body: string, starts: Int32Array, ends: Int32Array, matches: 
   let off = 0;
   let open = false;
   for (let pos = Math.max(0, rangeStart); pos <= rangeEnd && pos < size; pos++) {
-    const s = starts[pos] as number;
-    const e = ends[pos] as number;
+    const s = edges[2 * pos] as number;
+    const e = edges[2 * pos + 1] as number;
     if (rangeStart && pos === rangeStart) off = s;
     const at = iterStart();
     if (open && (pos <= at || at < 0) && s > off) {

@@ -4,20 +4,19 @@ import { ASCII_KINDS, ASCII_SPLITS_ALONE, tokenizeFor } from './unicode61.js';
  * A body's tokens as a snippet scores and marks them (ftsSnippet.ts): where each token lies, which of the
  * query's phrases each matches (its instances, in FTS5's order: by position, then by phrase), and which
  * tokens start a sentence (fts5SentenceFinderCb). Valid until the next call: the arrays are reused, since a
- * page's ten snippets would otherwise allocate two arrays of every token ten times.
+ * page's ten snippets would otherwise allocate an array of every token ten times.
  */
 export interface SnippetTokens {
   size: number;
-  /** UTF-16 offsets of token k, [starts[k], ends[k]), for k < size. */
-  starts: Int32Array;
-  ends: Int32Array;
+  /** UTF-16 offsets of token k: [edges[2k], edges[2k + 1]), for k < size. */
+  edges: Int32Array;
   instPos: number[];
   instPhrase: number[];
   /** The positions of tokens that start a sentence, ascending; the first token always. */
   firsts: number[];
 }
 
-const out: SnippetTokens = { size: 0, starts: new Int32Array(1024), ends: new Int32Array(1024), instPos: [], instPhrase: [], firsts: [] };
+const out: SnippetTokens = { size: 0, edges: new Int32Array(2048), instPos: [], instPhrase: [], firsts: [] };
 
 /** The tokens of `body` against `phrases` (folded tokens), by the tokenizer. */
 export function snippetTokens(body: string, phrases: readonly string[]): SnippetTokens {
@@ -29,8 +28,7 @@ export function snippetTokens(body: string, phrases: readonly string[]): Snippet
 /**
  * The tokens of a stored body given as its UTF-8 bytes, scanned as bytes when they are all ASCII (then each byte
  * is a code unit of the text, at the same offset), or null: the caller reads the text and calls `snippetTokens`.
- * A pass over bytes costs half what one over the string's code units does (measured), and the body need not be
- * decoded but for the window it shows.
+ * The body need not be decoded but for the window it shows.
  */
 export function asciiSnippetTokens(bytes: Uint8Array, phrases: readonly string[]): SnippetTokens | null {
   if (!ASCII_SPLITS_ALONE) return null;
@@ -38,13 +36,9 @@ export function asciiSnippetTokens(bytes: Uint8Array, phrases: readonly string[]
   return asciiTokens(bytes, phrases) ? out : null;
 }
 
-/** At most one token per two code units (a token and its separator), plus one. */
+/** Every code unit may start or end a token (at most one edge each), and the last token's end: units + 1 edges. */
 function makeRoom(units: number): void {
-  const room = (units >> 1) + 1;
-  if (out.starts.length < room) {
-    out.starts = new Int32Array(room);
-    out.ends = new Int32Array(room);
-  }
+  if (out.edges.length < units + 2) out.edges = new Int32Array(units + 2);
 }
 
 function reset(): void {
@@ -54,6 +48,11 @@ function reset(): void {
   out.firsts.length = 0;
 }
 
+/** 1 for a byte that is part of a token in an ASCII text (ASCII_SPLITS_ALONE: a letter or digit), else 0. */
+const IN_TOKEN = Uint8Array.from({ length: 0x100 }, (_, c) => (c < 0x80 && ASCII_KINDS[c] !== 0 ? 1 : 0));
+/** An ASCII byte as the tokenizer folds it (upper case letters lowered; ASCII_SPLITS_ALONE). */
+const FOLDED = Uint8Array.from({ length: 0x100 }, (_, c) => (c < 0x80 && ASCII_KINDS[c] === 2 ? String.fromCharCode(c).toLowerCase().charCodeAt(0) : c));
+
 /** Whitespace as fts5SentenceFinderCb skips it, and the two marks that end a sentence before it. */
 const SPACE = 0x20;
 const TAB = 0x09;
@@ -61,75 +60,65 @@ const LF = 0x0a;
 const CR = 0x0d;
 const STOP = 0x2e;
 const COLON = 0x3a;
-const UPPER = 2;
 
 /**
- * One pass over a body's bytes, no string built: false (and `out` not to be used) at the first byte outside
- * ASCII. A separator ends a token, anything else continues it (ASCII_SPLITS_ALONE: no ASCII code
- * point is a diacritic or folds other than as `toLowerCase` does); a token is compared with each phrase of
- * its length as it folds. `stop` follows fts5SentenceFinderCb without looking back: 1 after a '.' or ':',
- * 2 once whitespace follows it, 0 after anything else; a token met at 2 starts a sentence.
+ * Two passes, no string built; false (and `out` not to be used) when a byte is outside ASCII. The first pass
+ * writes where the bytes go from separator to token or back (`edges`: start and end of each token in turn) without
+ * a branch on the text: a branch per token boundary, mispredicted on real text, made a pass that kept its tokens
+ * cost 4.6 µs for 2 KB against 1.7 µs this way (measured). The second goes over the tokens: the sentence rule looked
+ * up behind each, and a token compared, folded, with each phrase of its length.
  */
 function asciiTokens(body: Uint8Array, phrases: readonly string[]): boolean {
   reset();
-  const { starts, ends, instPos, instPhrase, firsts } = out;
-  // A local: an imported binding is read again at every use, in the loop too.
-  const kinds = ASCII_KINDS;
+  const { edges, instPos, instPhrase, firsts } = out;
   const n = body.length;
-  // Bit k set when a phrase has k code units (bit 31: 31 or more): most tokens are no phrase's length, and are
-  // passed by one test.
+  let count = 0;
+  let inToken = 0;
+  let high = 0;
+  for (let i = 0; i < n; i++) {
+    const c = body[i] as number;
+    high |= c;
+    const t = IN_TOKEN[c] as number;
+    edges[count] = i;
+    count += t ^ inToken;
+    inToken = t;
+  }
+  if (high >= 0x80) return false;
+  if (inToken === 1) edges[count++] = n;
+  const size = count >> 1;
+  // Bit k set when a phrase has k code units (bit 31: 31 or more): most tokens are no phrase's length.
   let lengths = 0;
   for (const w of phrases) lengths |= 1 << Math.min(w.length, 31);
-  let size = 0;
-  let stop = 0;
-  let i = 0;
-  while (i < n) {
-    let c = body[i] as number;
-    if (c >= 0x80) return false;
-    if (kinds[c] === 0) {
-      if (c === STOP || c === COLON) stop = 1;
-      else if (c === SPACE || c === TAB || c === LF || c === CR) {
-        if (stop !== 0) stop = 2;
-      } else stop = 0;
-      i++;
-      continue;
-    }
-    if (size === 0 || stop === 2) firsts.push(size);
-    stop = 0;
-    const start = i;
-    let folds = kinds[c] === UPPER;
-    for (i++; i < n; i++) {
-      c = body[i] as number;
-      if (c >= 0x80) return false;
-      const kind = kinds[c] as number;
-      if (kind === 0) break;
-      if (kind === UPPER) folds = true;
-    }
-    starts[size] = start;
-    ends[size] = i;
-    if (((lengths >>> Math.min(i - start, 31)) & 1) === 0) {
-      size++;
-      continue;
-    }
+  for (let k = 0; k < size; k++) {
+    const start = edges[2 * k] as number;
+    if (k === 0 || sentenceAfter(body, start)) firsts.push(k);
+    const length = (edges[2 * k + 1] as number) - start;
+    if (((lengths >>> Math.min(length, 31)) & 1) === 0) continue;
     for (let p = 0; p < phrases.length; p++) {
       const w = phrases[p] as string;
-      if (w.length === i - start && equalsFolded(body, start, w, folds)) {
-        instPos.push(size);
+      if (w.length === length && foldedEquals(body, start, w)) {
+        instPos.push(k);
         instPhrase.push(p);
       }
     }
-    size++;
   }
   out.size = size;
   return true;
 }
 
-/** Whether the ASCII token at `start` is `w` (of its length), upper case letters lowered when the token has any. */
-function equalsFolded(body: Uint8Array, start: number, w: string, folds: boolean): boolean {
-  for (let k = 0; k < w.length; k++) {
-    const c = body[start + k] as number;
-    if ((folds && ASCII_KINDS[c] === UPPER ? c + 0x20 : c) !== w.charCodeAt(k)) return false;
-  }
+/** fts5SentenceFinderCb on bytes: whether whitespace, after a '.' or ':', comes right before `start` (a token's, not the first). */
+function sentenceAfter(body: Uint8Array, start: number): boolean {
+  let i = start - 1;
+  let c = body[i] as number;
+  if (c !== SPACE && c !== TAB && c !== LF && c !== CR) return false;
+  do c = body[--i] as number;
+  while (c === SPACE || c === TAB || c === LF || c === CR);
+  return c === STOP || c === COLON;
+}
+
+/** Whether the ASCII token at `start` folds to `w` (of its length). */
+function foldedEquals(body: Uint8Array, start: number, w: string): boolean {
+  for (let k = 0; k < w.length; k++) if (FOLDED[body[start + k] as number] !== w.charCodeAt(k)) return false;
   return true;
 }
 
@@ -140,8 +129,8 @@ function generalTokens(body: string, phrases: readonly string[]): void {
   tokenizeFor(body, phrases, (term, start, end) => {
     const pos = out.size++;
     if (pos === 0 || sentenceStartsAt(body, start)) firsts.push(pos);
-    out.starts[pos] = start;
-    out.ends[pos] = end;
+    out.edges[2 * pos] = start;
+    out.edges[2 * pos + 1] = end;
     if (term === '') return;
     for (let p = 0; p < phrases.length; p++) {
       if (phrases[p] === term) {
