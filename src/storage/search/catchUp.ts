@@ -1,6 +1,6 @@
 import type { Logger } from '../../common/log.js';
 import type { IndexEntry } from '../repo/itemIndex.js';
-import type { IndexRows, SearchSource } from './indexRows.js';
+import { byRowid, type IndexRows, type SearchSource } from './indexRows.js';
 
 /** How much a start that rebuilds the index logs: a line every this many items. */
 export const PROGRESS_EVERY = 5_000;
@@ -33,8 +33,10 @@ export async function catchUpRows(args: {
   for (const entry of source.entries()) if (entry.record.deletedAt === null) live.set(entry.record.path, entry);
   // Read once for this pass: a row a batch changes meanwhile belongs to an item that batch replaced, which is skipped below.
   const indexed = rows.all();
-  const removed = [...indexed.keys()].filter((path) => !live.has(path));
-  const stale = [...live.values()].filter((e) => indexed.get(e.record.path)?.blob !== e.blobOid);
+  // Both in the order of their rows' ids, new rows last, as a batch writes them (IndexRows.apply: FTS5 writes a
+  // segment whenever the rowids it is given go down).
+  const removed = [...indexed.keys()].filter((path) => !live.has(path)).sort((a, b) => byRowid(indexed.get(a), indexed.get(b)));
+  const stale = [...live.values()].filter((e) => indexed.get(e.record.path)?.blob !== e.blobOid).sort((a, b) => byRowid(indexed.get(a.record.path), indexed.get(b.record.path)));
   const building = stale.length > every;
   if (building) logger.info('search index: building', { org: orgId, items: stale.length, of: live.size });
   // Every removed path is in `indexed`: no lookup.

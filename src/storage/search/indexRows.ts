@@ -139,8 +139,8 @@ export class IndexRows {
   }
 }
 
-/** Rows by rowid, rows not yet written (undefined) after all others, in their order (the sort is stable). */
-function byRowid(a: IndexedItem | undefined, b: IndexedItem | undefined): number {
+/** Rows by rowid, rows not yet written (undefined) after all others, in their order (the sort is stable): see `apply`. */
+export function byRowid(a: IndexedItem | undefined, b: IndexedItem | undefined): number {
   if (a === undefined) return b === undefined ? 0 : 1;
   return b === undefined ? -1 : a.id - b.id;
 }

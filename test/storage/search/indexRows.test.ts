@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { silentLogger } from '../../../src/common/log.js';
 import type { IndexEntry } from '../../../src/storage/repo/itemIndex.js';
+import { catchUpRows } from '../../../src/storage/search/catchUp.js';
 import { IndexRows, type SearchSource } from '../../../src/storage/search/indexRows.js';
 import { RankIndex } from '../../../src/storage/search/rankIndex.js';
 import { SearchDb } from '../../../src/storage/search/searchDb.js';
@@ -14,7 +15,7 @@ import { tmpDir } from '../../support/tmp.js';
  * pending postings as a segment of their own whenever a write goes to a lower rowid than the last, which made a
  * batch of 16 PUTs write up to 16 segments (IndexRows.apply). The file's writes are watched as SearchDb sees them.
  */
-describe('storage/search: a batch writes its rows in rowid order', () => {
+describe('storage/search: a batch and a catch-up write their rows in rowid order', () => {
   it('rewrites, removals and read-rank changes by rising rowid, new rows last in their order, and the rows end up right', async () => {
     const { dir, cleanup } = await tmpDir();
     const db = SearchDb.open(join(dir, 'search.sqlite'), silentLogger);
@@ -22,15 +23,17 @@ describe('storage/search: a batch writes its rows in rowid order', () => {
       const entries = new Map<string, IndexEntry>();
       const source: SearchSource = {
         headCommit: null,
-        entries: () => entries.values(),
+        // The repository lists its items in path order, which is not the order their rows were made in: here,
+        // the reverse of it.
+        entries: () => [...entries.values()].reverse(),
         get: (path) => entries.get(path),
         folderRule: () => undefined,
         readContent: async () => '',
       };
       const rows = new IndexRows(db, source, (record) => (record.requiredReadPermission === 'inherit' ? 0 : 1), new RankIndex());
       let serial = 0;
-      const entry = (path: string, perm: 'inherit' | 'knowledge:write' = 'inherit'): IndexEntry => {
-        const e = { record: textRecord(path, { requiredReadPermission: perm }), blobOid: `b${serial++}`, recordOid: `r${serial}` };
+      const entry = (path: string): IndexEntry => {
+        const e = { record: textRecord(path), blobOid: `b${serial++}`, recordOid: `r${serial}` };
         entries.set(path, e);
         return e;
       };
@@ -69,7 +72,12 @@ describe('storage/search: a batch writes its rows in rowid order', () => {
           return { path, entry: undefined };
         }),
         { path: 'n/new-a.md', entry: entry('n/new-a.md'), text: 'new a' },
-        ...reranked.map((path) => ({ path, entry: entry(path, 'knowledge:write') })),
+        ...reranked.map((path) => {
+          // The read permission alone: the same content.
+          const e = { ...(entries.get(path) as IndexEntry), record: textRecord(path, { requiredReadPermission: 'knowledge:write' }) };
+          entries.set(path, e);
+          return { path, entry: e };
+        }),
       ].sort(() => rnd() - 0.5);
       db.transaction(() => rows.apply(updates, 'h2', source));
 
@@ -82,6 +90,18 @@ describe('storage/search: a batch writes its rows in rowid order', () => {
       for (const path of reranked) expect(rows.get(path)?.need).to.equal(1);
       expect(db.body((rows.get('n/new-a.md') as { id: number }).id)).to.equal('new a');
       expect(db.head).to.equal('h2');
+
+      // A catch-up (at open, after a crash) writes what differs in the same order: items changed behind the
+      // index's back, in the random order of their paths, and new ones.
+      order.length = 0;
+      const changed = [...rewritten, ...reranked.slice(0, 2)].sort(() => rnd() - 0.5);
+      for (const path of changed) entry(path);
+      entry('n/new-c.md');
+      const caught = await catchUpRows({ rows, source, textOf: async (e) => `third ${e.record.path}`, logger: silentLogger, orgId: 'o', progressEvery: 1000 });
+      expect(caught.written).to.equal(changed.length + 1);
+      const changedIds = changed.map((path) => (rows.get(path) as { id: number }).id).sort((a, b) => a - b);
+      expect(order).to.deep.equal([...changedIds, 'new n/new-c.md']);
+      for (const path of changed) expect(db.body((rows.get(path) as { id: number }).id)).to.equal(`third ${path}`);
     } finally {
       db.close();
       await cleanup();
