@@ -36,9 +36,18 @@ export function asciiSnippetTokens(bytes: Uint8Array, phrases: readonly string[]
   return asciiTokens(bytes, phrases) ? out : null;
 }
 
+/** Edges kept between calls at most: a big body's array (4 bytes a code unit) goes at the next small one. */
+const KEPT_EDGES = 1 << 16;
+
+/** The edges held between calls now (tests: a big body's room is not kept). */
+export function edgesHeld(): number {
+  return out.edges.length;
+}
+
 /** Every code unit may start or end a token (at most one edge each), and the last token's end: units + 1 edges. */
 function makeRoom(units: number): void {
-  if (out.edges.length < units + 2) out.edges = new Int32Array(units + 2);
+  const need = units + 2;
+  if (out.edges.length < need || (out.edges.length > KEPT_EDGES && need <= KEPT_EDGES)) out.edges = new Int32Array(Math.max(need, 2048));
 }
 
 function reset(): void {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { snippetOf, snippetOfStored } from '../../../src/storage/search/ftsSnippet.js';
+import { edgesHeld } from '../../../src/storage/search/snippetTokens.js';
 import { tokensOf } from '../../../src/storage/search/unicode61.js';
 import { random } from '../../support/random.js';
 
@@ -58,6 +59,16 @@ describe('storage/search: snippets of stored bodies, from their bytes', () => {
       expect(got, JSON.stringify({ text, phrases })).to.equal(snippetOf(text, phrases));
       expect(reads).to.equal(1);
     }
+  });
+
+  it('gives the same snippets after a body of a million characters as before it (the room it took is given back)', () => {
+    const small = 'Plum tree. A plum.';
+    const big = `${'word '.repeat(200_000)}plum`;
+    const before = stored(small, ['plum']).got;
+    expect(stored(big, ['plum']).got).to.equal(snippetOf(big, ['plum']));
+    expect(edgesHeld()).to.be.above(1_000_000);
+    expect(stored(small, ['plum']).got).to.equal(before).and.to.equal(snippetOf(small, ['plum']));
+    expect(edgesHeld()).to.be.at.most(1 << 16);
   });
 
   it('marks upper case instances and starts windows at sentences as the text does (a fixed case)', () => {
