@@ -28,6 +28,8 @@ export interface PlainQuery {
 /** What a query did (tests read it: how many documents it scored, against how many match). */
 export interface RankStats {
   scored: number;
+  /** Whether it scored the lists' top documents first (rankTop.ts). */
+  topDocs?: boolean;
 }
 
 /**
@@ -76,6 +78,7 @@ export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats, op
   if (tops.length > 0 && tops.every((t) => t !== undefined)) {
     const outside = (tops as TopDocs[]).map((t) => outsideBound(t, avgdl));
     lists.forEach((list, l) => list.cover(tops[l] as TopDocs, outside[l] as number));
+    if (stats) stats.topDocs = true;
     covered = scoreTopDocs(index, scoring, { terms, tops: tops as TopDocs[], outside, exclude }, heap, counted);
     coveredTo = Math.min(...(tops as TopDocs[]).map((t) => t.horizon));
     for (let ph = 0; ph < phraseList.length; ph++) outsideSum += (idf[ph] as number) * (outside[phraseList[ph] as number] as number);

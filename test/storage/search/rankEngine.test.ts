@@ -34,10 +34,11 @@ const readNeed = (record: ItemRecord, src: Pick<SearchSource, 'folderRule'>): nu
 describe('storage/search: the in-memory ranking engine equals FTS5', function () {
   this.timeout(600_000);
 
-  // Seeds 3 and 4 with ten times the items (common words' lists then span dozens of 64-byte blocks, which
-  // block-max skips: rankQuery.ts), seeds 2 and 4 with the lists written again without their dead documents
-  // once 50 postings are dead.
-  for (const seed of [1, 2, 3, 4]) {
+  // Seeds 3 to 6 with ten times the items (common words' lists then span dozens of 64-byte blocks, which
+  // block-max skips: rankQuery.ts), seeds 2, 4 and 6 with the lists written again without their dead documents
+  // once 50 postings are dead; seeds 5 and 6 keep top documents (topDocs.ts) for lists of 40 postings and more,
+  // 8 each, so that most queries take them, old ones among new documents, under every kind of change.
+  for (const seed of [1, 2, 3, 4, 5, 6]) {
     it(`same pages, scores and snippets (seed ${seed})`, async () => {
       const rnd = random(seed * 7919);
       const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
@@ -69,7 +70,7 @@ describe('storage/search: the in-memory ranking engine equals FTS5', function ()
       rules.clear();
       for (let i = 0; i < (seed >= 3 ? 1500 : 150); i++) write(`${pick(FOLDERS)}/${word()}-${i}.md`, text(Math.floor(rnd() * 120)));
       const logger = createLogger({ level: 'error' });
-      const index = await SearchIndex.open({ file: join(dir, 'search.sqlite'), source, readNeed, logger, orgId: 'diff', rankTuning: { compactAt: seed % 2 === 0 ? 50 : undefined } });
+      const index = await SearchIndex.open({ file: join(dir, 'search.sqlite'), source, readNeed, logger, orgId: 'diff', rankTuning: { compactAt: seed % 2 === 0 ? 50 : undefined, ...(seed >= 5 ? { topFrom: 40, topSize: 8 } : {}) } });
       try {
         await index.rankLoaded();
         let phase = "initial";
