@@ -211,7 +211,7 @@ export class RankIndex implements TransactionFollower {
     const id = this.terms.get(term);
     if (id === undefined) return undefined;
     const postings = this.postings[id] as number;
-    return this.tops.get(id, postings, () => buildTopDocs(this.pool, this.head[id] as number, postings, this.lengths, this.needs, avgdl, this.tops.size));
+    return this.tops.get(id, postings, (size) => buildTopDocs(this.pool, this.head[id] as number, postings, this.lengths, this.needs, avgdl, size));
   }
 
   /**

@@ -1,6 +1,6 @@
 import { B, K1, MARGIN, weightOf } from './bm25.js';
 import type { RankIndex } from './rankIndex.js';
-import { exclusions, scoreTopDocs } from './rankTop.js';
+import { amongTop, exclusions, scoreTopDocs } from './rankTop.js';
 import { inRanges, rowScore, type Scoring } from './rowScore.js';
 import { scoreOf } from './searchHits.js';
 import { END, type TermCursor } from './termCursor.js';
@@ -72,18 +72,19 @@ export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats, op
   // Threshold algorithm: when every list has top documents (long lists), those are scored first, and the walk
   // leaves them out (`covered`) and bounds the other documents below the lists' horizons by `outside`.
   const tops = options.topDocs === false ? [] : terms.map((t) => index.topDocs(t, avgdl));
-  let covered: Int32Array | undefined;
+  let covered: TopDocs[] | undefined;
   let coveredTo = 0;
   let outsideSum = 0.0;
   if (tops.length > 0 && tops.every((t) => t !== undefined)) {
     const outside = (tops as TopDocs[]).map((t) => outsideBound(t, avgdl));
     lists.forEach((list, l) => list.cover(tops[l] as TopDocs, outside[l] as number));
     if (stats) stats.topDocs = true;
-    covered = scoreTopDocs(index, scoring, { terms, tops: tops as TopDocs[], outside, exclude }, heap, counted);
+    covered = tops as TopDocs[];
+    scoreTopDocs(index, scoring, { terms, tops: covered, outside, exclude }, heap, counted);
     coveredTo = Math.min(...(tops as TopDocs[]).map((t) => t.horizon));
     for (let ph = 0; ph < phraseList.length; ph++) outsideSum += (idf[ph] as number) * (outside[phraseList[ph] as number] as number);
   }
-  let nextCovered = 0;
+  const coveredAt = new Int32Array(lists.length);
   const normPart = 1 - B;
   const bodies = new Int32Array(lists.length);
   const paths = new Int32Array(lists.length);
@@ -161,11 +162,8 @@ export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats, op
       }
     }
     doc = candidate + 1;
-    if (covered) {
-      // A top document: offered already, or shut out for good.
-      while (nextCovered < covered.length && (covered[nextCovered] as number) < candidate) nextCovered++;
-      if (covered[nextCovered] === candidate) continue;
-    }
+    // A top document: offered already, or shut out for good.
+    if (covered && amongTop(covered, coveredAt, candidate)) continue;
     for (const list of excluded) if (list.seek(candidate) === candidate) continue candidates;
     if (((mask >>> index.need(candidate)) & 1) === 0) continue;
     if (q.ranges && !inRanges(index.path(candidate), q.ranges)) continue;

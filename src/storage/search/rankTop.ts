@@ -1,7 +1,7 @@
 import { B, K1, MARGIN, weightOf } from './bm25.js';
 import { DEAD, type RankIndex } from './rankIndex.js';
 import { inRanges, rowScore, type Scoring } from './rowScore.js';
-import { END, type TermCursor } from './termCursor.js';
+import type { TermCursor } from './termCursor.js';
 import type { TopDocs } from './topDocs.js';
 import type { TopK } from './topK.js';
 
@@ -15,106 +15,128 @@ export interface TopLists {
 
 /**
  * The threshold algorithm's first step (rankQuery.ts): offers `heap` every match among the lists' top documents
- * that can enter it, and returns all those documents (in increasing order: the walk leaves them out, offered or
- * not). Those in every list's top documents are scored first, from their counts alone; each of the others is
- * then bounded with the shares it has in top documents and the other lists' `outside`, and only looked up in
- * those lists when the bound can still enter (most cannot: the first ones set the threshold high).
+ * that can enter it (the walk then leaves all of those out, offered or not). Those in every list's top documents
+ * are scored first, from their counts alone; then each list's others, each bounded by the shares it has in top
+ * documents and the other lists' `outside`, and only looked up in those lists when the bound can still enter
+ * (most cannot: the first ones set the threshold high). Each pass goes in increasing order (cursors only move
+ * forward) and matches a document against the other lists' top documents with a pointer per list.
  */
-export function scoreTopDocs(index: RankIndex, s: Scoring, lists: TopLists, heap: TopK, counted: { scored: number }): Int32Array {
+export function scoreTopDocs(index: RankIndex, s: Scoring, lists: TopLists, heap: TopK, counted: { scored: number }): void {
   const m = lists.tops.length;
-  // Plain typed arrays for the loops below (their inputs' arrays come in several element kinds).
-  const docsOf = lists.tops.map((t) => t.docs);
-  const bodiesOf = lists.tops.map((t) => t.bodies);
-  const pathsOf = lists.tops.map((t) => t.paths);
-  const horizons = Int32Array.from(lists.tops, (t) => t.horizon);
-  const outside = Float64Array.from(lists.outside);
+  const docsOf: Int32Array[] = [];
+  const bodiesOf: Int32Array[] = [];
+  const pathsOf: Int32Array[] = [];
+  const horizons = new Int32Array(m);
+  const outside = new Float64Array(m);
+  for (let l = 0; l < m; l++) {
+    const top = lists.tops[l] as TopDocs;
+    docsOf.push(top.docs);
+    bodiesOf.push(top.bodies);
+    pathsOf.push(top.paths);
+    horizons[l] = top.horizon;
+    outside[l] = lists.outside[l] as number;
+  }
   // Each list's phrases' IDFs together: a bound needs no more (the exact score is rowScore's).
   const weights = new Float64Array(m);
   for (let ph = 0; ph < s.phraseList.length; ph++) {
     const l = s.phraseList[ph] as number;
     weights[l] = (weights[l] as number) + (s.idf[ph] as number);
   }
-  const all = docsOf.reduce((n, d) => n + d.length, 0);
-  const union = new Int32Array(all);
-  // Documents missing from some list's top documents, with the counts known (-1: to look up), m per document.
-  const partial = new Int32Array(all);
-  const partialBodies = new Int32Array(all * m);
-  const partialPaths = new Int32Array(all * m);
-  let nUnion = 0;
-  let nPartial = 0;
   const at = new Int32Array(m);
-  const ends = Int32Array.from(docsOf, (d) => d.length);
   const bodies = new Int32Array(m);
   const paths = new Int32Array(m);
-  let excluded = exclusions(index, lists.exclude, s.avgdl);
-  for (;;) {
-    let doc = END;
-    for (let l = 0; l < m; l++) {
-      const i = at[l] as number;
-      if (i < (ends[l] as number) && ((docsOf[l] as Int32Array)[i] as number) < doc) doc = (docsOf[l] as Int32Array)[i] as number;
+  /** Where `doc` is among list j's top documents (moving its pointer up to it), -1 when it is not. */
+  const find = (j: number, doc: number): number => {
+    const docs = docsOf[j] as Int32Array;
+    let i = at[j] as number;
+    while (i < docs.length && (docs[i] as number) < doc) i++;
+    at[j] = i;
+    return i < docs.length && docs[i] === doc ? i : -1;
+  };
+  /**
+   * With two lists, list l's top documents that may enter, in increasing order: by share, highest first, up to
+   * the first that cannot (its share, as it may have grown since, and the other list's `outside`), and those past
+   * the other list's horizon (its last few), whatever their share. Those in both lists' top documents are among
+   * them when they have the share (scored already, they are passed over).
+   */
+  const best = (l: number): Int32Array => {
+    const top = lists.tops[l] as TopDocs;
+    const other = 1 - l;
+    const rest = (weights[other] as number) * (outside[other] as number);
+    const grown = (s.avgdl > top.avgdl ? s.avgdl / top.avgdl : 1) * MARGIN * (weights[l] as number);
+    const picked: number[] = [];
+    for (let i = top.docs.length - 1; i >= 0 && (top.docs[i] as number) >= (horizons[other] as number); i--) picked.push(i);
+    for (let r = 0; r < top.byShare.length; r++) {
+      const i = top.byShare[r] as number;
+      if (heap.full && heap.shutOut((top.paths[i] as number) > 0, (top.shares[i] as number) * grown + rest)) break;
+      if ((top.docs[i] as number) < (horizons[other] as number)) picked.push(i);
     }
-    if (doc === END) break;
-    union[nUnion++] = doc;
-    let known = 0;
-    for (let l = 0; l < m; l++) {
-      const i = at[l] as number;
-      if (i < (ends[l] as number) && (docsOf[l] as Int32Array)[i] === doc) {
-        bodies[l] = (bodiesOf[l] as Int32Array)[i] as number;
-        paths[l] = (pathsOf[l] as Int32Array)[i] as number;
-        at[l] = i + 1;
-        known++;
-      } else {
-        bodies[l] = -1;
-        paths[l] = 0;
-      }
-    }
-    if (known === m) {
-      if (admits(index, s, doc, excluded)) offer(index, s, heap, doc, bodies, paths, counted);
-      continue;
-    }
-    partial[nPartial] = doc;
-    for (let l = 0; l < m; l++) {
-      partialBodies[nPartial * m + l] = bodies[l] as number;
-      partialPaths[nPartial * m + l] = paths[l] as number;
-    }
-    nPartial++;
-  }
-  // The others, in increasing order again (the cursors only move forward).
-  excluded = exclusions(index, lists.exclude, s.avgdl);
-  const lookups: Array<TermCursor | undefined> = lists.terms.map(() => undefined);
-  partials: for (let p = 0; p < nPartial; p++) {
-    const doc = partial[p] as number;
-    for (let l = 0; l < m; l++) {
-      bodies[l] = partialBodies[p * m + l] as number;
-      paths[l] = partialPaths[p * m + l] as number;
-    }
-    if (heap.full) {
-      const norm = K1 * (1 - B + (B * index.length(doc)) / s.avgdl);
-      let bound = 0.0;
-      let pathPossible = false;
-      for (let l = 0; l < m; l++) {
-        const body = bodies[l] as number;
-        if (body < 0) {
-          // Past that list's horizon, the document may have any share there: it is looked up.
-          bound += doc < (horizons[l] as number) ? (weights[l] as number) * (outside[l] as number) : Infinity;
-          continue;
+    return Int32Array.from(picked).sort();
+  };
+  for (let pass = -1; pass < m; pass++) {
+    // Pass -1: list 0's top documents that are every list's; pass l: list l's others (of two lists, the best).
+    const l = pass < 0 ? 0 : pass;
+    const docs = docsOf[l] as Int32Array;
+    const picked = pass >= 0 && m === 2 ? best(l) : undefined;
+    at.fill(0);
+    const excluded = exclusions(index, lists.exclude, s.avgdl);
+    const lookups: Array<TermCursor | undefined> = [];
+    const n = picked ? picked.length : docs.length;
+    documents: for (let c = 0; c < n; c++) {
+      const i = picked ? (picked[c] as number) : c;
+      const doc = docs[i] as number;
+      let known = 1;
+      let earlier = false;
+      for (let j = 0; j < m; j++) {
+        const k = j === l ? i : find(j, doc);
+        bodies[j] = k < 0 ? -1 : ((bodiesOf[j] as Int32Array)[k] as number);
+        paths[j] = k < 0 ? 0 : ((pathsOf[j] as Int32Array)[k] as number);
+        if (k >= 0 && j !== l) {
+          known++;
+          if (j < l) earlier = true;
         }
-        const f = weightOf(body, paths[l] as number);
-        if ((paths[l] as number) > 0) pathPossible = true;
-        bound += (weights[l] as number) * ((f * (K1 + 1.0)) / (f + norm));
       }
-      if (heap.shutOut(pathPossible, bound * MARGIN)) continue;
+      // Scored in pass -1 (every list's), or in the pass of an earlier list that has it.
+      if ((pass < 0) !== (known === m) || earlier) continue;
+      if (pass >= 0 && heap.full) {
+        const norm = K1 * (1 - B + (B * index.length(doc)) / s.avgdl);
+        let bound = 0.0;
+        let pathPossible = false;
+        for (let j = 0; j < m; j++) {
+          const body = bodies[j] as number;
+          if (body < 0) {
+            // Past that list's horizon, the document may have any share there: it is looked up.
+            bound += doc < (horizons[j] as number) ? (weights[j] as number) * (outside[j] as number) : Infinity;
+            continue;
+          }
+          const f = weightOf(body, paths[j] as number);
+          if ((paths[j] as number) > 0) pathPossible = true;
+          bound += (weights[j] as number) * ((f * (K1 + 1.0)) / (f + norm));
+        }
+        if (heap.shutOut(pathPossible, bound * MARGIN)) continue;
+      }
+      for (let j = 0; j < m && known < m; j++) {
+        if ((bodies[j] as number) >= 0) continue;
+        const cursor = (lookups[j] ??= index.cursor(lists.terms[j] as string, s.avgdl) as TermCursor);
+        if (!cursor.lookup(doc)) continue documents;
+        bodies[j] = cursor.body();
+        paths[j] = cursor.path();
+      }
+      if (admits(index, s, doc, excluded)) offer(index, s, heap, doc, bodies, paths, counted);
     }
-    for (let l = 0; l < m; l++) {
-      if ((bodies[l] as number) >= 0) continue;
-      const cursor = (lookups[l] ??= index.cursor(lists.terms[l] as string, s.avgdl) as TermCursor);
-      if (cursor.seek(doc) !== doc) continue partials;
-      bodies[l] = cursor.body();
-      paths[l] = cursor.path();
-    }
-    if (admits(index, s, doc, excluded)) offer(index, s, heap, doc, bodies, paths, counted);
   }
-  return union.subarray(0, nUnion);
+}
+
+/** Whether `doc` is among the top documents of one of the lists (`at`: a pointer per list, moved up to `doc`). */
+export function amongTop(tops: readonly TopDocs[], at: Int32Array, doc: number): boolean {
+  for (let l = 0; l < tops.length; l++) {
+    const docs = (tops[l] as TopDocs).docs;
+    let i = at[l] as number;
+    while (i < docs.length && (docs[i] as number) < doc) i++;
+    at[l] = i;
+    if (docs[i] === doc) return true;
+  }
+  return false;
 }
 
 /** Cursors over the excluded terms that some document holds. */

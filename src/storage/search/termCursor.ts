@@ -106,6 +106,18 @@ export class TermCursor {
     }
   }
 
+  /**
+   * Whether the list holds `doc` (live), for `body` and `path`; as `seek`, but decoding its block only up to
+   * it when no `seek` has (the next `seek` decodes the block again, whole).
+   */
+  lookup(doc: number): boolean {
+    this.shallow(doc);
+    if (this.decoded) return this.seek(doc) === doc;
+    const n = this.pool.decodeBlock(this.block, this.docs, this.bodies, this.paths, 0, this.needs, this.dead, doc);
+    this.i = n - 1;
+    return n > 0 && this.docs[n - 1] === doc;
+  }
+
   /** The term's count in the body of the document `seek` found. */
   body(): number {
     return this.bodies[this.i] as number;

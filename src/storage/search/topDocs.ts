@@ -20,6 +20,14 @@ export interface TopDocs {
   docs: Int32Array;
   bodies: Int32Array;
   paths: Int32Array;
+  /**
+   * Per top document, its share at the `avgdl` of the time they were made, rounded up (Infinity with a path
+   * match), and the top documents by that share, highest first: at a larger avgdl a share grows by at most the
+   * ratio of the two (bm25: the norm's D/avgdl term shrinks by it), so a query can stop at the first too low.
+   */
+  shares: Float32Array;
+  byShare: Int32Array;
+  avgdl: number;
   /** The first document not covered: the first of the block `resume`, which was the list's last. */
   horizon: number;
   resume: number;
@@ -55,10 +63,12 @@ export function buildTopDocs(pool: PostingPool, head: number, postings: number, 
   const cut = largest(Float64Array.from(shares), size);
   let kept = 0;
   for (let i = 0; i < n; i++) if ((shares[i] as number) >= cut) kept++;
-  const top = { docs: new Int32Array(kept), bodies: new Int32Array(kept), paths: new Int32Array(kept) };
+  const top = { docs: new Int32Array(kept), bodies: new Int32Array(kept), paths: new Int32Array(kept), shares: new Float32Array(kept) };
   const fewest = new Map<number, number>();
   for (let i = 0, t = 0; i < n; i++) {
     if ((shares[i] as number) >= cut) {
+      // Rounded to a float up, never down (a float's relative error is below 2^-24).
+      top.shares[t] = Math.fround((shares[i] as number) * (1 + 1e-6));
       top.docs[t] = list.docs[i] as number;
       top.bodies[t] = list.body[i] as number;
       top.paths[t++] = list.path[i] as number;
@@ -69,8 +79,15 @@ export function buildTopDocs(pool: PostingPool, head: number, postings: number, 
     if (length < (fewest.get(f) ?? Infinity)) fewest.set(f, length);
   }
   const meta = pool.metas[block >>> PAGE_SHIFT] as Int32Array;
+  const byShare = Int32Array.from({ length: kept }, (_, i) => i).sort((a, b) => {
+    const x = top.shares[a] as number;
+    const y = top.shares[b] as number;
+    return x > y ? -1 : x < y ? 1 : 0;
+  });
   return {
     ...top,
+    byShare,
+    avgdl,
     horizon: meta[metaSlot(block) + META_FIRST] as number,
     resume: block,
     covered: n,
@@ -92,7 +109,7 @@ export function outsideBound(top: TopDocs, avgdl: number): number {
 
 /** Bytes held by a term's top documents. */
 export function topDocsBytes(top: TopDocs): number {
-  return top.docs.byteLength * 3 + top.outsideWeights.byteLength * 2;
+  return top.docs.byteLength * 3 + top.shares.byteLength + top.byShare.byteLength + top.outsideWeights.byteLength * 2;
 }
 
 /** The `rank`-th largest value (1-based) of `values`, which it reorders (quickselect). */

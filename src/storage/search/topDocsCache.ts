@@ -3,8 +3,12 @@ import { topDocsBytes } from './topDocs.js';
 
 /** Lists shorter than this are walked without top documents (their walk is short already). */
 const TOP_FROM = 2048;
-/** Top documents kept per list: enough for the best of two common words (README, Search, "Top documents"). */
-const TOP_SIZE = 512;
+/**
+ * Top documents kept per list: a sixteenth of it, from TOP_SIZE / 16 to TOP_SIZE (~30 bytes each with its
+ * share). Fewer leave two very common words (IDF floored, both in 90% of the items) to be looked up document by
+ * document; measured in rankCost.ts --compare (README, Search, "Top documents").
+ */
+const TOP_SIZE = 2048;
 
 /**
  * RankIndex's top documents (topDocs.ts) per term, made when a query first needs them and made again once the
@@ -24,11 +28,11 @@ export class TopDocsCache {
   }
 
   /** The term's top documents (undefined: none for so short a list, or none possible), made by `build` when due. */
-  get(term: number, postings: number, build: () => TopDocs | undefined): TopDocs | undefined {
+  get(term: number, postings: number, build: (size: number) => TopDocs | undefined): TopDocs | undefined {
     if (postings < this.from) return undefined;
     const held = this.byTerm.get(term);
     if (held && postings - held.at <= held.at / 8) return held.top;
-    const top = build();
+    const top = build(Math.min(this.size, Math.max(1, this.size >> 4, postings >> 4)));
     this.held += (top ? topDocsBytes(top) : 0) - (held?.top ? topDocsBytes(held.top) : 0);
     this.byTerm.set(term, { top, at: postings });
     return top;
