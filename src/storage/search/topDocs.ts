@@ -26,7 +26,7 @@ export interface TopDocs {
    * ratio of the two (bm25: the norm's D/avgdl term shrinks by it), so a query can stop at the first too low.
    */
   shares: Float32Array;
-  byShare: Int32Array;
+  byShare: Uint16Array;
   avgdl: number;
   /** The first document not covered: the first of the block `resume`, which was the list's last. */
   horizon: number;
@@ -63,6 +63,8 @@ export function buildTopDocs(pool: PostingPool, head: number, postings: number, 
   const cut = largest(Float64Array.from(shares), size);
   let kept = 0;
   for (let i = 0; i < n; i++) if ((shares[i] as number) >= cut) kept++;
+  // So many tied with the last that they would cost more than they save (and overflow `byShare`).
+  if (kept > 2 * size || kept > 0xffff) return undefined;
   const top = { docs: new Int32Array(kept), bodies: new Int32Array(kept), paths: new Int32Array(kept), shares: new Float32Array(kept) };
   const fewest = new Map<number, number>();
   for (let i = 0, t = 0; i < n; i++) {
@@ -79,7 +81,7 @@ export function buildTopDocs(pool: PostingPool, head: number, postings: number, 
     if (length < (fewest.get(f) ?? Infinity)) fewest.set(f, length);
   }
   const meta = pool.metas[block >>> PAGE_SHIFT] as Int32Array;
-  const byShare = Int32Array.from({ length: kept }, (_, i) => i).sort((a, b) => {
+  const byShare = Uint16Array.from({ length: kept }, (_, i) => i).sort((a, b) => {
     const x = top.shares[a] as number;
     const y = top.shares[b] as number;
     return x > y ? -1 : x < y ? 1 : 0;

@@ -4,7 +4,7 @@ import { topDocsBytes } from './topDocs.js';
 /** Lists shorter than this are walked without top documents (their walk is short already). */
 const TOP_FROM = 2048;
 /**
- * Top documents kept per list: a sixteenth of it, from TOP_SIZE / 16 to TOP_SIZE (~30 bytes each with its
+ * Top documents kept per list: a sixteenth of it, from TOP_SIZE / 16 to TOP_SIZE (18 bytes each with its
  * share). Fewer leave two very common words (IDF floored, both in 90% of the items) to be looked up document by
  * document; measured in rankCost.ts --compare (README, Search, "Top documents").
  */
