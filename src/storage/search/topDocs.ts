@@ -64,7 +64,7 @@ export function buildTopDocs(pool: PostingPool, head: number, postings: number, 
   let kept = 0;
   for (let i = 0; i < n; i++) if ((shares[i] as number) >= cut) kept++;
   // So many tied with the last that they would cost more than they save (and overflow `byShare`).
-  if (kept > 2 * size || kept > 0xffff) return undefined;
+  if (kept > 2 * size + 64 || kept > 0xffff) return undefined;
   const top = { docs: new Int32Array(kept), bodies: new Int32Array(kept), paths: new Int32Array(kept), shares: new Float32Array(kept) };
   const fewest = new Map<number, number>();
   for (let i = 0, t = 0; i < n; i++) {

@@ -115,4 +115,30 @@ describe('storage/search: top documents answer as the walk does', () => {
     expect(rows.map((r) => r.id)).to.deep.equal([best]);
     expect(rows).to.deep.equal(rankPlain(index, q, undefined, { topDocs: false }));
   });
+
+  it('bounds a top document by its share grown with avgdl since the top documents were made', () => {
+    const index = new RankIndex({ topFrom: 8, topSize: 8 });
+    const filler = (n: number): string => Array.from({ length: n }, () => 'filler').join(' ');
+    let rowid = 0;
+    const put = (text: string): void => index.put({ path: `notes/${rowid}.md`, text, need: 0, rowid: ++rowid });
+    // Short documents (avgdl ~11): "common" in a third (its IDF counts), "other" in half (its IDF floored).
+    const short = (i: number): string => `${i % 3 === 0 ? 'common' : 'filler'} ${i % 2 === 0 ? 'other' : 'filler'} ${filler(5 + (i % 7))}`;
+    for (let i = 0; i < 300; i++) put(short(i));
+    // Three short and strong in both: the best while avgdl is small, and in both lists' top documents.
+    for (let i = 0; i < 3; i++) put(`common common other other ${filler(6)}`);
+    // A long one full of "common": a top document of it (below the strong ones), not of "other".
+    put(`${Array.from({ length: 30 }, () => 'common').join(' ')} other ${filler(300)}`);
+    const long = rowid;
+    for (let i = 0; i < 100; i++) put(short(i));
+    const q = { include: ['common', 'other'], exclude: [], needs: [0], limit: 1, offset: 0 };
+    expect(rankPlain(index, q).map((r) => r.id)).to.not.deep.equal([long]);
+    // Long documents with "other" only (its IDF stays floored): avgdl grows thirty-fold, the top documents of
+    // "common" stay, and the long one's share of it grows past the strong ones'.
+    for (let i = 0; i < 300; i++) put(`other ${filler(1000)}`);
+    const stats = { scored: 0, topDocs: false };
+    const rows = rankPlain(index, q, stats);
+    expect(stats.topDocs).to.equal(true);
+    expect(rows.map((r) => r.id)).to.deep.equal([long]);
+    expect(rows).to.deep.equal(rankPlain(index, q, undefined, { topDocs: false }));
+  });
 });
