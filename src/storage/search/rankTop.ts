@@ -73,7 +73,31 @@ export function scoreTopDocs(index: RankIndex, s: Scoring, lists: TopLists, heap
     }
     return Int32Array.from(picked).sort();
   };
+  /** Pass -1 of two lists: both lists' top documents merged (the general pass seeks each in the others). */
+  const both = (): void => {
+    const a = docsOf[0] as Int32Array;
+    const b = docsOf[1] as Int32Array;
+    const excluded = exclusions(index, lists.exclude, s.avgdl);
+    for (let i = 0, j = 0; i < a.length && j < b.length; ) {
+      const x = a[i] as number;
+      const y = b[j] as number;
+      if (x !== y) {
+        if (x < y) i++;
+        else j++;
+        continue;
+      }
+      bodies[0] = (bodiesOf[0] as Int32Array)[i] as number;
+      paths[0] = (pathsOf[0] as Int32Array)[i++] as number;
+      bodies[1] = (bodiesOf[1] as Int32Array)[j] as number;
+      paths[1] = (pathsOf[1] as Int32Array)[j++] as number;
+      if (admits(index, s, x, excluded)) offer(index, s, heap, x, bodies, paths, counted);
+    }
+  };
   for (let pass = -1; pass < m; pass++) {
+    if (pass < 0 && m === 2) {
+      both();
+      continue;
+    }
     // Pass -1: list 0's top documents that are every list's; pass l: list l's others (of two lists, the best).
     const l = pass < 0 ? 0 : pass;
     const docs = docsOf[l] as Int32Array;
