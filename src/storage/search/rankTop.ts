@@ -64,14 +64,15 @@ export function scoreTopDocs(index: RankIndex, s: Scoring, lists: TopLists, heap
     const other = 1 - l;
     const rest = (weights[other] as number) * (outside[other] as number);
     const grown = (s.avgdl > top.avgdl ? s.avgdl / top.avgdl : 1) * MARGIN * (weights[l] as number);
-    const picked: number[] = [];
-    for (let i = top.docs.length - 1; i >= 0 && (top.docs[i] as number) >= (horizons[other] as number); i--) picked.push(i);
+    const picked = new Int32Array(top.docs.length);
+    let n = 0;
+    for (let i = top.docs.length - 1; i >= 0 && (top.docs[i] as number) >= (horizons[other] as number); i--) picked[n++] = i;
     for (let r = 0; r < top.byShare.length; r++) {
       const i = top.byShare[r] as number;
       if (heap.full && heap.shutOut((top.paths[i] as number) > 0, (top.shares[i] as number) * grown + rest)) break;
-      if ((top.docs[i] as number) < (horizons[other] as number)) picked.push(i);
+      if ((top.docs[i] as number) < (horizons[other] as number)) picked[n++] = i;
     }
-    return Int32Array.from(picked).sort();
+    return picked.subarray(0, n).sort();
   };
   /** Pass -1 of two lists: both lists' top documents merged (the general pass seeks each in the others). */
   const both = (): void => {
@@ -104,7 +105,7 @@ export function scoreTopDocs(index: RankIndex, s: Scoring, lists: TopLists, heap
     const picked = pass >= 0 && m === 2 ? best(l) : undefined;
     at.fill(0);
     const excluded = exclusions(index, lists.exclude, s.avgdl);
-    const lookups: Array<TermCursor | undefined> = [];
+    const lookups = new Array<TermCursor | undefined>(m).fill(undefined);
     const n = picked ? picked.length : docs.length;
     documents: for (let c = 0; c < n; c++) {
       const i = picked ? (picked[c] as number) : c;
