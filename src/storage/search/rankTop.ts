@@ -143,7 +143,7 @@ export function scoreTopDocs(index: RankIndex, s: Scoring, lists: TopLists, heap
       for (let j = 0; j < m && known < m; j++) {
         if ((bodies[j] as number) >= 0) continue;
         const cursor = (lookups[j] ??= index.cursor(lists.terms[j] as string, s.avgdl) as TermCursor);
-        if (!cursor.lookup(doc)) continue documents;
+        if (!cursor.lookup(doc, (lists.tops[j] as TopDocs).skips)) continue documents;
         bodies[j] = cursor.body();
         paths[j] = cursor.path();
       }

@@ -110,7 +110,8 @@ export class TermCursor {
    * Whether the list holds `doc` (live), for `body` and `path`; as `seek`, but decoding its block only up to
    * it when no `seek` has (the next `seek` decodes the block again, whole).
    */
-  lookup(doc: number): boolean {
+  lookup(doc: number, skips?: Int32Array): boolean {
+    if (skips && doc >= this.nextFirst) this.skip(skips, doc);
     this.shallow(doc);
     if (this.decoded) return this.seek(doc) === doc;
     const n = this.pool.decodeBlock(this.block, this.docs, this.bodies, this.paths, 0, this.needs, this.dead, doc);
@@ -126,6 +127,19 @@ export class TermCursor {
   /** The term's count in the path of the document `seek` found. */
   path(): number {
     return this.paths[this.i] as number;
+  }
+
+  /** Jumps to the last of `skips` (first document, block: pairs, in order) that starts at or before `doc`, if it is ahead. */
+  private skip(skips: Int32Array, doc: number): void {
+    let lo = 0;
+    let hi = (skips.length >> 1) - 1;
+    if (hi < 0 || (skips[0] as number) > doc) return;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if ((skips[mid * 2] as number) <= doc) lo = mid;
+      else hi = mid - 1;
+    }
+    if ((skips[lo * 2] as number) >= this.nextFirst) this.moveTo(skips[lo * 2 + 1] as number);
   }
 
   private advance(): void {

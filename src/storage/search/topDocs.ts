@@ -31,11 +31,21 @@ export interface TopDocs {
   /** The first document not covered: the first of the block `resume`, which was the list's last. */
   horizon: number;
   resume: number;
+  /** Every SKIP_EVERY-th covered block, as its first document and its number: a lookup far ahead jumps (TermCursor.lookup). */
+  skips: Int32Array;
   /** Postings covered (dead ones too): the list is covered again once it has grown well past them. */
   covered: number;
   /** The other covered documents' distinct weighted counts, and the fewest tokens of a document with each. */
   outsideWeights: Float64Array;
   outsideLengths: Float64Array;
+}
+
+/** Every how many covered blocks `skips` names one (a lookup walks at most this many links past it). */
+const SKIP_EVERY = 16;
+
+/** A block's first document. */
+function firstOf(pool: PostingPool, block: number): number {
+  return (pool.metas[block >>> PAGE_SHIFT] as Int32Array)[metaSlot(block) + META_FIRST] as number;
 }
 
 /** Never a document's read rank: a decode that keeps dead documents. */
@@ -50,7 +60,11 @@ export function buildTopDocs(pool: PostingPool, head: number, postings: number, 
   const list = postings > 1024 ? sizedDecoded(postings) : decodedTerm();
   let n = 0;
   let block = head;
-  for (let next = pool.next(block); next !== 0; block = next, next = pool.next(block)) n = pool.decodeBlock(block, list.docs, list.body, list.path, n, needs, KEEP_ALL);
+  const skips: number[] = [];
+  for (let next = pool.next(block), b = 0; next !== 0; block = next, next = pool.next(block), b++) {
+    if (b % SKIP_EVERY === 0) skips.push(firstOf(pool, block), block);
+    n = pool.decodeBlock(block, list.docs, list.body, list.path, n, needs, KEEP_ALL);
+  }
   if (block === head || n <= size) return undefined;
   const shares = new Float64Array(n);
   let pathDocs = 0;
@@ -80,7 +94,6 @@ export function buildTopDocs(pool: PostingPool, head: number, postings: number, 
     const length = lengths[list.docs[i] as number] as number;
     if (length < (fewest.get(f) ?? Infinity)) fewest.set(f, length);
   }
-  const meta = pool.metas[block >>> PAGE_SHIFT] as Int32Array;
   const byShare = Uint16Array.from({ length: kept }, (_, i) => i).sort((a, b) => {
     const x = top.shares[a] as number;
     const y = top.shares[b] as number;
@@ -90,8 +103,9 @@ export function buildTopDocs(pool: PostingPool, head: number, postings: number, 
     ...top,
     byShare,
     avgdl,
-    horizon: meta[metaSlot(block) + META_FIRST] as number,
+    horizon: firstOf(pool, block),
     resume: block,
+    skips: Int32Array.from(skips),
     covered: n,
     outsideWeights: Float64Array.from(fewest.keys()),
     outsideLengths: Float64Array.from(fewest.values()),
@@ -111,7 +125,7 @@ export function outsideBound(top: TopDocs, avgdl: number): number {
 
 /** Bytes held by a term's top documents. */
 export function topDocsBytes(top: TopDocs): number {
-  return top.docs.byteLength * 3 + top.shares.byteLength + top.byShare.byteLength + top.outsideWeights.byteLength * 2;
+  return top.docs.byteLength * 3 + top.shares.byteLength + top.byShare.byteLength + top.skips.byteLength + top.outsideWeights.byteLength * 2;
 }
 
 /** The `rank`-th largest value (1-based) of `values`, which it reorders (quickselect). */
