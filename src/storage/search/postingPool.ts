@@ -187,12 +187,12 @@ export class PostingPool {
           shift += 7;
         }
       }
-      if (needs[doc] !== dead) {
-        docs[n] = doc;
-        bodies[n] = v >>> 1;
-        paths[n] = path;
-        n++;
-      }
+      if (needs[doc] === dead) continue;
+      docs[n] = doc;
+      bodies[n] = v >>> 1;
+      paths[n] = path;
+      n++;
+      // A lookup (a dead document at `until` lets it decode on: the last one written is then past it).
       if (doc >= until) break;
     }
     return n;
