@@ -166,9 +166,8 @@ export function amongTop(tops: readonly TopDocs[], at: Int32Array, doc: number):
 }
 
 /**
- * Where `best` picks a list's top documents, kept from query to query: an array per query (8 KiB at 2,048 top
- * documents, outside V8's heap) made the collector run more often, which a query's CPU time pays (measured with
- * snippets between queries, as the server runs them). Two lists' picks are taken in turn, never at once.
+ * Where `best` picks a list's top documents, kept from query to query: not an array per query (8 KiB at 2,048
+ * top documents, outside V8's heap, for the collector to free). Two lists' picks are taken in turn, never at once.
  */
 let pickedScratch = new Int32Array(4096);
 

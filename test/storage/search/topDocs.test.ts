@@ -38,6 +38,28 @@ describe('storage/search: top documents answer as the walk does', () => {
     if (stats.topDocs) tops++;
   };
 
+  const filler = (n: number): string => Array.from({ length: n }, () => 'filler').join(' ');
+  /** A small index whose lists of 8 postings or more keep top documents, and how to add one (its rowid back). */
+  const small = (topSize: number): { index: RankIndex; put(text: string): number } => {
+    const index = new RankIndex({ topFrom: 8, topSize });
+    let rowid = 0;
+    return {
+      index,
+      put: (text) => {
+        index.put({ path: `notes/${rowid}.md`, text, need: 0, rowid: ++rowid });
+        return rowid;
+      },
+    };
+  };
+  /** That `q` takes the top documents and finds `id` first and alone, as the walk does. */
+  const findsThroughTop = (index: RankIndex, q: PlainQuery, id: number): void => {
+    const stats = { scored: 0, topDocs: false };
+    const rows = rankPlain(index, q, stats);
+    expect(stats.topDocs).to.equal(true);
+    expect(rows.map((r) => r.id)).to.deep.equal([id]);
+    expect(rows).to.deep.equal(rankPlain(index, q, undefined, { topDocs: false }));
+  };
+
   for (const seed of [1, 2, 3]) {
     it(`same pages through writes, deletes, read ranks, rollbacks and compactions (seed ${seed})`, () => {
       const rnd = random(seed * 104729);
@@ -95,10 +117,7 @@ describe('storage/search: top documents answer as the walk does', () => {
   });
 
   it('looks up a top document of one list that is newer than the other list\'s top documents', () => {
-    const index = new RankIndex({ topFrom: 8, topSize: 4 });
-    const filler = (n: number): string => Array.from({ length: n }, () => 'filler').join(' ');
-    let rowid = 0;
-    const put = (text: string): void => index.put({ path: `notes/${rowid}.md`, text, need: 0, rowid: ++rowid });
+    const { index, put } = small(4);
     // Each word in a third of 600 documents; three strong in both (the best until `best` comes).
     for (let i = 0; i < 600; i++) put(`${i % 3 === 0 ? 'common' : ''} ${i % 3 === 1 || i % 9 === 0 ? 'other' : ''} ${filler(20 + (i % 40))}`);
     for (let i = 0; i < 3; i++) put(`common other common other ${filler(8)}`);
@@ -106,39 +125,26 @@ describe('storage/search: top documents answer as the walk does', () => {
     expect(rankPlain(index, q)).to.deep.equal(rankPlain(index, q, undefined, { topDocs: false }));
     // The best match comes, then enough of "other" alone that its top documents are made again (with it
     // among them) while those of "common" still end before it: its share of "common" is unknown there.
-    put('common other common other');
-    const best = rowid;
+    const best = put('common other common other');
     for (let i = 0; i < 100; i++) put(`other ${filler(20)}`);
-    const stats = { scored: 0, topDocs: false };
-    const rows = rankPlain(index, q, stats);
-    expect(stats.topDocs).to.equal(true);
-    expect(rows.map((r) => r.id)).to.deep.equal([best]);
-    expect(rows).to.deep.equal(rankPlain(index, q, undefined, { topDocs: false }));
+    findsThroughTop(index, q, best);
   });
 
   it('bounds a top document by its share grown with avgdl since the top documents were made', () => {
-    const index = new RankIndex({ topFrom: 8, topSize: 8 });
-    const filler = (n: number): string => Array.from({ length: n }, () => 'filler').join(' ');
-    let rowid = 0;
-    const put = (text: string): void => index.put({ path: `notes/${rowid}.md`, text, need: 0, rowid: ++rowid });
+    const { index, put } = small(8);
     // Short documents (avgdl ~11): "common" in a third (its IDF counts), "other" in half (its IDF floored).
     const short = (i: number): string => `${i % 3 === 0 ? 'common' : 'filler'} ${i % 2 === 0 ? 'other' : 'filler'} ${filler(5 + (i % 7))}`;
     for (let i = 0; i < 300; i++) put(short(i));
     // Three short and strong in both: the best while avgdl is small, and in both lists' top documents.
     for (let i = 0; i < 3; i++) put(`common common other other ${filler(6)}`);
     // A long one full of "common": a top document of it (below the strong ones), not of "other".
-    put(`${Array.from({ length: 30 }, () => 'common').join(' ')} other ${filler(300)}`);
-    const long = rowid;
+    const long = put(`${Array.from({ length: 30 }, () => 'common').join(' ')} other ${filler(300)}`);
     for (let i = 0; i < 100; i++) put(short(i));
     const q = { include: ['common', 'other'], exclude: [], needs: [0], limit: 1, offset: 0 };
     expect(rankPlain(index, q).map((r) => r.id)).to.not.deep.equal([long]);
     // Long documents with "other" only (its IDF stays floored): avgdl grows thirty-fold, the top documents of
     // "common" stay, and the long one's share of it grows past the strong ones'.
     for (let i = 0; i < 300; i++) put(`other ${filler(1000)}`);
-    const stats = { scored: 0, topDocs: false };
-    const rows = rankPlain(index, q, stats);
-    expect(stats.topDocs).to.equal(true);
-    expect(rows.map((r) => r.id)).to.deep.equal([long]);
-    expect(rows).to.deep.equal(rankPlain(index, q, undefined, { topDocs: false }));
+    findsThroughTop(index, q, long);
   });
 });
