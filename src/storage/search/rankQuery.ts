@@ -43,6 +43,11 @@ export interface RankStats {
  * when, for every term, the block that holds it bounds the term's share of the score (postingPool.ts) and
  * the bounds' sum (or no path match possible) cannot beat the worst one held. The answer is the same as
  * scoring every match; most matches of two common words are never decoded.
+ *
+ * Top documents (topDocs.ts, rankTop.ts): when every list is long enough to keep them, they are scored first,
+ * and the walk leaves them out and bounds every other document below the lists' horizons by what the top
+ * documents leave out; two common words then mostly walk only their lists' last blocks. `options.topDocs`
+ * false walks without them (benches and tests compare the two).
  */
 export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats, options: { topDocs?: boolean } = {}): RankedRow[] {
   const want = q.offset + q.limit;
