@@ -4,15 +4,17 @@
  * and their page's snippets made, per kind of query. What searchCost.ts measures over HTTP, cut to the part
  * search owns, with a figure per step, so a change to ranking or snippets is judged in seconds.
  *
- *   npm run build && node dist/test/bench/rankCost.js [--items 50000] [--bytes 2048] [--passes 5]
+ *   npm run build && node dist/test/bench/rankCost.js [--items 50000] [--bytes 2048] [--passes 5] [--compare] [--check]
  *
- * Run it built (`npm run build && node dist/test/bench/rankCost.js`): under tsx an imported binding read in a
- * hot loop costs several times what it does in the built code (a tokenizer pass measured 25 µs under tsx, 7 µs
- * built), which misjudges changes that move such reads.
+ * Run it built: under tsx an imported binding read in a hot loop costs several times what it does in the built
+ * code (a tokenizer pass measured 25 µs under tsx, 7 µs built), which misjudges changes that move such reads.
  *
  * Prints µs per query for ranking and for the ten snippets (from the bodies' bytes, as the server makes them, not
- * counting the read from SQLite), the median of `--passes` passes over all the
- * queries (each pass in the same order), per kind and over the whole mix.
+ * counting the read from SQLite), the median of `--passes` passes over all the queries (each pass in the same
+ * order), per kind and over the whole mix. With `--compare`, then CPU µs per
+ * query of ranking alone with and without the lists' top documents (rankTop.ts), the two alternating query by
+ * query (which goes first alternates by query and by pass), and the index's bytes once top documents are made. With
+ * `--check`, every query's rows with top documents are compared to the walk's (exit 1 when one differs).
  */
 import { performance } from 'node:perf_hooks';
 import { snippetOfStored } from '../../src/storage/search/ftsSnippet.js';
@@ -26,6 +28,8 @@ const options = scriptOptions();
 const ITEMS = options.number('--items', 50_000);
 const BYTES = options.number('--bytes', 2048);
 const PASSES = options.number('--passes', 5);
+const COMPARE = process.argv.includes('--compare');
+const CHECK = process.argv.includes('--check');
 const LIMIT = 10;
 
 /** The bodies as the server reads them for snippets: UTF-8 bytes (SearchDb.bodies). */
@@ -75,3 +79,55 @@ for (const [k, v] of perKind) {
   console.log(`| ${k} | ${k === 'all' ? queries.length : queries.filter((q) => q.kind === k).length} | ${r.toFixed(1)} | ${s.toFixed(1)} | ${(r + s).toFixed(1)} |`);
 }
 console.log(`(median of ${PASSES} passes; checksum ${check})`);
+
+if (CHECK) {
+  let differ = 0;
+  for (const q of queries) {
+    const query = { include: q.words, exclude: [], needs: [0], limit: LIMIT + 1, offset: 0 };
+    if (JSON.stringify(rankPlain(rank, query)) !== JSON.stringify(rankPlain(rank, query, undefined, { topDocs: false }))) {
+      differ++;
+      console.log(`differs: ${q.words.join(' ')}`);
+    }
+  }
+  console.log(`check: ${queries.length - differ} of ${queries.length} queries rank the same rows with top documents as without`);
+  if (differ > 0) process.exitCode = 1;
+}
+
+if (COMPARE) {
+  /** CPU µs of one query's ranking (user + system: this process only). */
+  const cpu = (words: string[], topDocs: boolean): number => {
+    const before = process.cpuUsage();
+    rankPlain(rank, { include: words, exclude: [], needs: [0], limit: LIMIT + 1, offset: 0 }, undefined, { topDocs });
+    const spent = process.cpuUsage(before);
+    return spent.user + spent.system;
+  };
+  const runs = new Map<string, { walk: number[]; top: number[] }>(['all', ...kinds].map((k) => [k, { walk: [], top: [] }]));
+  for (let pass = 0; pass < PASSES; pass++) {
+    const spent = new Map<string, { walk: number; top: number; n: number }>(['all', ...kinds].map((k) => [k, { walk: 0, top: 0, n: 0 }]));
+    for (const [i, q] of queries.entries()) {
+      // The second of the two finds the lists in the CPU's caches: each goes first for half the queries of a pass.
+      const first = (pass + i) % 2 === 0;
+      const a = cpu(q.words, first);
+      const b = cpu(q.words, !first);
+      for (const k of ['all', q.kind]) {
+        const into = spent.get(k) as { walk: number; top: number; n: number };
+        into.top += first ? a : b;
+        into.walk += first ? b : a;
+        into.n++;
+      }
+    }
+    for (const [k, s] of spent) {
+      const into = runs.get(k) as { walk: number[]; top: number[] };
+      into.walk.push(s.walk / s.n);
+      into.top.push(s.top / s.n);
+    }
+  }
+  console.log(`\n| kind | rank CPU µs, walk only | with top documents | ratio |`);
+  console.log(`|---|---|---|---|`);
+  for (const [k, v] of runs) {
+    const w = median(v.walk);
+    const t = median(v.top);
+    console.log(`| ${k} | ${w.toFixed(1)} | ${t.toFixed(1)} | ${(t / w).toFixed(2)} |`);
+  }
+  console.log(`(CPU time, median of ${PASSES} passes; index ${(rank.bytes / 2 ** 20).toFixed(1)} MiB of typed arrays with top documents; heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB)`);
+}

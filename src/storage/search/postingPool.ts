@@ -141,9 +141,9 @@ export class PostingPool {
    * Decodes one block into the arrays from position `at` on (room for BLOCK_POSTINGS more is the caller's),
    * skipping documents whose `needs` entry is `dead`; returns the position after the last one written.
    * Documents come out in increasing order. One tight loop (no callback per posting): this is most of a
-   * query's time.
+   * query's time. With `until`, it stops after the first document at or past it (a lookup of one document).
    */
-  decodeBlock(block: number, docs: Int32Array, bodies: Int32Array, paths: Int32Array, at: number, needs: Uint8Array, dead: number): number {
+  decodeBlock(block: number, docs: Int32Array, bodies: Int32Array, paths: Int32Array, at: number, needs: Uint8Array, dead: number, until = 0x7fffffff): number {
     let n = at;
     const page = this.pages[block >>> 14] as Uint8Array;
     const base = (block & (PAGE_BLOCKS - 1)) << BLOCK_SHIFT;
@@ -192,6 +192,8 @@ export class PostingPool {
       bodies[n] = v >>> 1;
       paths[n] = path;
       n++;
+      // A lookup (a dead document at `until` lets it decode on: the last one written is then past it).
+      if (doc >= until) break;
     }
     return n;
   }

@@ -2,6 +2,8 @@ import { weightOf } from './bm25.js';
 import { decodedTerm, grow, sizedDecoded } from './decodedTerm.js';
 import { BLOCK_POSTINGS, PostingPool } from './postingPool.js';
 import { TermCursor } from './termCursor.js';
+import { buildTopDocs, type TopDocs } from './topDocs.js';
+import { TopDocsCache } from './topDocsCache.js';
 import { indexedText, tokenize } from './unicode61.js';
 
 /** The read rank of a document that no longer exists (a replaced or removed item). */
@@ -47,11 +49,15 @@ export class RankIndex implements TransactionFollower {
 
   /**
    * `compactAt`: the dead postings from which the lists are written again without them (by default
-   * COMPACT_AT_POSTINGS or the live ones, whichever is more; tests lower it to reach it with small corpora).
+   * COMPACT_AT_POSTINGS or the live ones, whichever is more; tests lower it to reach it with small corpora);
+   * `topFrom`, `topSize`: from which list length, and how many, top documents are kept (topDocsCache.ts).
    */
-  constructor(tuning: { compactAt?: number } = {}) {
+  constructor(tuning: { compactAt?: number; topFrom?: number; topSize?: number } = {}) {
     this.compactAt = tuning.compactAt;
+    this.tops = new TopDocsCache(tuning);
   }
+
+  private readonly tops: TopDocsCache;
 
   private pool = new PostingPool();
   private readonly terms = new Map<string, number>();
@@ -175,6 +181,7 @@ export class RankIndex implements TransactionFollower {
     }
     for (let doc = 0; doc < this.docs; doc++) if (this.needs[doc] === DEAD) this.paths[doc] = '';
     this.pool = pool;
+    this.tops.clear();
     this.deadPostings = 0;
     this.changed();
   }
@@ -197,6 +204,14 @@ export class RankIndex implements TransactionFollower {
   cursor(term: string, avgdl: number): TermCursor | undefined {
     const id = this.terms.get(term);
     return id === undefined ? undefined : new TermCursor(this.pool, this.head[id] as number, this.needs, DEAD, avgdl);
+  }
+
+  /** The term's top documents (topDocs.ts), when its list is long enough; valid until the next change. */
+  topDocs(term: string, avgdl: number): TopDocs | undefined {
+    const id = this.terms.get(term);
+    if (id === undefined) return undefined;
+    const postings = this.postings[id] as number;
+    return this.tops.get(id, postings, (size) => buildTopDocs(this.pool, this.head[id] as number, postings, this.lengths, this.needs, avgdl, size));
   }
 
   /**
@@ -246,7 +261,7 @@ export class RankIndex implements TransactionFollower {
 
   /** Bytes of the typed arrays (the pool and the per-term and per-document arrays); strings and maps not counted. */
   get bytes(): number {
-    return this.pool.bytes + this.postings.byteLength + this.head.byteLength + this.tail.byteLength + this.lastDoc.byteLength + this.needs.byteLength + this.lengths.byteLength + this.rowids.byteLength + this.postingCounts.byteLength;
+    return this.pool.bytes + this.tops.bytes + this.postings.byteLength + this.head.byteLength + this.tail.byteLength + this.lastDoc.byteLength + this.needs.byteLength + this.lengths.byteLength + this.rowids.byteLength + this.postingCounts.byteLength;
   }
 
   private kill(doc: number): void {

@@ -1,8 +1,11 @@
 import { B, K1, MARGIN, weightOf } from './bm25.js';
 import type { RankIndex } from './rankIndex.js';
+import { amongTop, exclusions, scoreTopDocs } from './rankTop.js';
+import { inRanges, type Scoring } from './rowScore.js';
 import { scoreOf } from './searchHits.js';
 import { END, type TermCursor } from './termCursor.js';
-import { comparePaths, TopK } from './topK.js';
+import { outsideBound, type TopDocs } from './topDocs.js';
+import { TopK } from './topK.js';
 
 /** One ranked hit of the in-memory engine, as SearchDb.search returns one (`id` is the FTS5 rowid). */
 export interface RankedRow {
@@ -25,6 +28,8 @@ export interface PlainQuery {
 /** What a query did (tests read it: how many documents it scored, against how many match). */
 export interface RankStats {
   scored: number;
+  /** Whether it scored the lists' top documents first (rankTop.ts). */
+  topDocs?: boolean;
 }
 
 /**
@@ -38,8 +43,13 @@ export interface RankStats {
  * when, for every term, the block that holds it bounds the term's share of the score (postingPool.ts) and
  * the bounds' sum (or no path match possible) cannot beat the worst one held. The answer is the same as
  * scoring every match; most matches of two common words are never decoded.
+ *
+ * Top documents (topDocs.ts, rankTop.ts): when every list is long enough to keep them, they are scored first,
+ * and the walk leaves them out and bounds every other document below the lists' horizons by what the top
+ * documents leave out; two common words then mostly walk only their lists' last blocks. `options.topDocs`
+ * false walks without them (benches and tests compare the two).
  */
-export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats): RankedRow[] {
+export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats, options: { topDocs?: boolean } = {}): RankedRow[] {
   const want = q.offset + q.limit;
   if (want <= 0 || index.liveDocs === 0 || q.include.length === 0) return [];
   const nRow = index.liveDocs;
@@ -49,8 +59,10 @@ export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats): R
   if (counts.some((n) => n === 0)) return [];
   // The rarest list leads: the others are sought from its documents.
   const order = distinct.map((_, i) => i).sort((a, b) => (counts[a] as number) - (counts[b] as number));
-  const lists = order.map((i) => index.cursor(distinct[i] as string, avgdl) as TermCursor);
-  const excluded = [...new Set(q.exclude)].filter((t) => index.liveCount(t) > 0).map((t) => index.cursor(t, avgdl) as TermCursor);
+  const terms = order.map((i) => distinct[i] as string);
+  const lists = terms.map((t) => index.cursor(t, avgdl) as TermCursor);
+  const exclude = [...new Set(q.exclude)];
+  const excluded = exclusions(index, exclude, avgdl);
   // Per phrase of the query, in its order: which list (in `lists`), and its IDF.
   const phraseList = q.include.map((t) => order.indexOf(distinct.indexOf(t)));
   const idf = q.include.map((t) => {
@@ -59,13 +71,30 @@ export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats): R
     return v <= 0.0 ? 1e-6 : v;
   });
   const mask = q.needs.reduce((m, n) => m | (1 << n), 0);
+  const scoring: Scoring = { phraseList, idf, avgdl, mask, ranges: q.ranges };
   const heap = new TopK(index, want);
+  const counted = { scored: 0 };
+  // Threshold algorithm: when every list has top documents (long lists), those are scored first, and the walk
+  // leaves them out (`covered`) and bounds the other documents below the lists' horizons by `outside`.
+  const tops = options.topDocs === false ? [] : terms.map((t) => index.topDocs(t, avgdl));
+  let covered: TopDocs[] | undefined;
+  let coveredTo = 0;
+  let outsideSum = 0.0;
+  if (tops.length > 0 && tops.every((t) => t !== undefined)) {
+    const outside = (tops as TopDocs[]).map((t) => outsideBound(t, avgdl));
+    lists.forEach((list, l) => list.cover(tops[l] as TopDocs, outside[l] as number));
+    if (stats) stats.topDocs = true;
+    covered = tops as TopDocs[];
+    scoreTopDocs(index, scoring, { terms, tops: covered, outside, exclude }, heap, counted);
+    coveredTo = Math.min(...(tops as TopDocs[]).map((t) => t.horizon));
+    for (let ph = 0; ph < phraseList.length; ph++) outsideSum += (idf[ph] as number) * (outside[phraseList[ph] as number] as number);
+  }
+  const coveredAt = new Int32Array(lists.length);
   const normPart = 1 - B;
   const driver = lists[0] as TermCursor;
   // The lead's phrases' IDFs together: its share of a row's score is that times its term's share.
   let leadIdf = 0.0;
   for (let ph = 0; ph < phraseList.length; ph++) if (phraseList[ph] === 0) leadIdf += idf[ph] as number;
-  let scored = 0;
   let doc = 0;
   // The bounds of the blocks that may hold `doc`: the lead's, valid through `leadTo`, and the others' together,
   // through `restTo` (each kept until `doc` passes it: most candidates reuse them).
@@ -77,6 +106,11 @@ export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats): R
   let restPath = false;
   candidates: while (doc < END) {
     if (heap.full) {
+      if (doc < coveredTo && heap.shutOut(false, outsideSum)) {
+        // None of the documents below the horizons but the top ones (scored already) can enter.
+        doc = coveredTo;
+        for (const list of lists) list.skipCovered(doc);
+      }
       if (doc > leadTo) {
         driver.shallow(doc);
         leadTo = driver.blockEnd;
@@ -131,25 +165,23 @@ export function rankPlain(index: RankIndex, q: PlainQuery, stats?: RankStats): R
       }
     }
     doc = candidate + 1;
+    // A top document: offered already, or shut out for good.
+    if (covered && amongTop(covered, coveredAt, candidate)) continue;
     for (const list of excluded) if (list.seek(candidate) === candidate) continue candidates;
     if (((mask >>> index.need(candidate)) & 1) === 0) continue;
     if (q.ranges && !inRanges(index.path(candidate), q.ranges)) continue;
     let inPath = 0;
     for (const list of lists) if (list.path() > 0) inPath = 1;
+    // rowScore's steps, written out here as the candidates' loop is most of a walk's time.
     let score = 0.0;
     for (let ph = 0; ph < phraseList.length; ph++) {
       const list = lists[phraseList[ph] as number] as TermCursor;
       const f = weightOf(list.body(), list.path());
       score += (idf[ph] as number) * ((f * (K1 + 1.0)) / (f + norm));
     }
-    scored++;
+    counted.scored++;
     heap.offer(candidate, -1.0 * score, inPath);
   }
-  if (stats) stats.scored = scored;
+  if (stats) stats.scored = counted.scored;
   return heap.sorted().slice(q.offset).map(({ doc: d, rank, inPath }) => ({ id: index.rowid(d), path: index.path(d), score: scoreOf(inPath, rank) }));
-}
-
-/** Whether `path` is in one of the [from, to) ranges, compared as SQLite compares text (UTF-8 bytes, that is code points). */
-function inRanges(path: string, ranges: ReadonlyArray<{ from: string; to: string }>): boolean {
-  return ranges.some((r) => comparePaths(path, r.from) >= 0 && comparePaths(path, r.to) < 0);
 }

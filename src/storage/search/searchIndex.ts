@@ -70,7 +70,7 @@ export class SearchIndex implements DerivedView {
     private readonly orgId: string,
     private readonly progressEvery: number,
     private readonly metrics: Metrics,
-    rankTuning?: { compactAt?: number },
+    rankTuning?: { compactAt?: number; topFrom?: number; topSize?: number },
   ) {
     this.rank = new RankIndex(rankTuning);
     db.follow(this.rank);
@@ -94,7 +94,7 @@ export class SearchIndex implements DerivedView {
      */
     inBackground?: boolean;
     /** RankIndex's thresholds (tests). */
-    rankTuning?: { compactAt?: number };
+    rankTuning?: { compactAt?: number; topFrom?: number; topSize?: number };
   }): Promise<SearchIndex> {
     const { file, logger, orgId } = args;
     let db = SearchDb.open(file, logger);

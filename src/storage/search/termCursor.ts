@@ -21,6 +21,10 @@ export class TermCursor {
   private i = 0;
   private boundOf = 0;
   private boundValue = 0;
+  /** With top documents (`cover`): the share bound of the other documents below `horizon`, and where the rest starts. */
+  private outside = Infinity;
+  private horizon = -1;
+  private resume = 0;
   /** The pool's links and bounds per page (nothing is written while a query reads), the current block's page and slot. */
   private readonly metas: Int32Array[];
   private meta: Int32Array;
@@ -45,19 +49,39 @@ export class TermCursor {
     return this.nextFirst - 1;
   }
 
-  /** At least the term's share of the score (IDF left out) of any document of the current block. */
+  /**
+   * At least the term's share of the score (IDF left out) of any document of the current block, but its top
+   * documents (`cover`): a query scores those apart, before it walks.
+   */
   get bound(): number {
     if (this.boundOf !== this.block) {
       this.boundOf = this.block;
       const bounds = this.meta[this.slot + META_BOUNDS] as number;
-      this.boundValue = termBound(bounds & WEIGHT_SATURATED, WEIGHT_SATURATED, (bounds >>> 16) / RATIO_SCALE, this.avgdl);
+      const block = termBound(bounds & WEIGHT_SATURATED, WEIGHT_SATURATED, (bounds >>> 16) / RATIO_SCALE, this.avgdl);
+      this.boundValue = this.nextFirst <= this.horizon && this.outside < block ? this.outside : block;
     }
     return this.boundValue;
   }
 
-  /** Whether a document of the current block may have the term in its path. */
+  /** Whether a document of the current block may have the term in its path (top documents left out, as by `bound`). */
   get hasPath(): boolean {
-    return ((this.meta[this.slot + META_BOUNDS] as number) & HAS_PATH) !== 0;
+    return this.nextFirst > this.horizon && ((this.meta[this.slot + META_BOUNDS] as number) & HAS_PATH) !== 0;
+  }
+
+  /**
+   * From now on, the documents below `horizon` but the top ones are bounded by `outside` (topDocs.ts): the
+   * cursor must not have moved yet.
+   */
+  cover(top: { horizon: number; resume: number }, outside: number): void {
+    this.horizon = top.horizon;
+    this.resume = top.resume;
+    this.outside = outside;
+    this.boundOf = -1;
+  }
+
+  /** When `doc` is past the covered documents, moves to the first block after them, unless it is there already (decoding nothing). */
+  skipCovered(doc: number): void {
+    if (doc >= this.horizon && this.nextFirst <= this.horizon) this.moveTo(this.resume);
   }
 
   /** Moves to the block that may hold `doc` (the last whose first document is at most `doc`), decoding nothing. */
@@ -82,6 +106,19 @@ export class TermCursor {
     }
   }
 
+  /**
+   * Whether the list holds `doc` (live), for `body` and `path`; as `seek`, but decoding its block only up to
+   * it when no `seek` has (the next `seek` decodes the block again, whole).
+   */
+  lookup(doc: number, skips?: Int32Array): boolean {
+    if (skips && doc >= this.nextFirst) this.skip(skips, doc);
+    this.shallow(doc);
+    if (this.decoded) return this.seek(doc) === doc;
+    const n = this.pool.decodeBlock(this.block, this.docs, this.bodies, this.paths, 0, this.needs, this.dead, doc);
+    this.i = n - 1;
+    return n > 0 && this.docs[n - 1] === doc;
+  }
+
   /** The term's count in the body of the document `seek` found. */
   body(): number {
     return this.bodies[this.i] as number;
@@ -92,10 +129,27 @@ export class TermCursor {
     return this.paths[this.i] as number;
   }
 
+  /** Jumps to the last of `skips` (first document, block: pairs, in order) that starts at or before `doc`, if it is ahead. */
+  private skip(skips: Int32Array, doc: number): void {
+    let lo = 0;
+    let hi = (skips.length >> 1) - 1;
+    if (hi < 0 || (skips[0] as number) > doc) return;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if ((skips[mid * 2] as number) <= doc) lo = mid;
+      else hi = mid - 1;
+    }
+    if ((skips[lo * 2] as number) >= this.nextFirst) this.moveTo(skips[lo * 2 + 1] as number);
+  }
+
   private advance(): void {
-    this.block = this.meta[this.slot + META_NEXT] as number;
-    this.meta = this.metas[this.block >>> PAGE_SHIFT] as Int32Array;
-    this.slot = metaSlot(this.block);
+    this.moveTo(this.meta[this.slot + META_NEXT] as number);
+  }
+
+  private moveTo(block: number): void {
+    this.block = block;
+    this.meta = this.metas[block >>> PAGE_SHIFT] as Int32Array;
+    this.slot = metaSlot(block);
     this.nextFirst = this.firstAfter();
     this.decoded = false;
   }

@@ -34,18 +34,19 @@ const readNeed = (record: ItemRecord, src: Pick<SearchSource, 'folderRule'>): nu
 describe('storage/search: the in-memory ranking engine equals FTS5', function () {
   this.timeout(600_000);
 
-  // Seeds 3 and 4 with ten times the items (common words' lists then span dozens of 64-byte blocks, which
-  // block-max skips: rankQuery.ts), seeds 2 and 4 with the lists written again without their dead documents
-  // once 50 postings are dead.
-  // Seed 5 with ASCII words alone: every body is then snipped from its bytes (snippetTokens.ts), the others'
+  // Seeds 3 to 7 with ten times the items (common words' lists then span dozens of 64-byte blocks, which
+  // block-max skips: rankQuery.ts), seeds 2, 4 and 6 with the lists written again without their dead documents
+  // once 50 postings are dead; seeds 5 to 7 keep top documents (topDocs.ts) for lists of 40 postings and more,
+  // 8 each, so that most queries take them, old ones among new documents, under every kind of change.
+  // Seed 7 with ASCII words alone: every body is then snipped from its bytes (snippetTokens.ts), the others'
   // mostly from their text.
-  for (const seed of [1, 2, 3, 4, 5]) {
-    it(`same pages, scores and snippets (seed ${seed}${seed === 5 ? ', ASCII bodies' : ''})`, async () => {
+  for (const seed of [1, 2, 3, 4, 5, 6, 7]) {
+    it(`same pages, scores and snippets (seed ${seed}${seed === 7 ? ', ASCII bodies' : ''})`, async () => {
       const rnd = random(seed * 7919);
       const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
       const ascii = (w: string): boolean => [...w].every((ch) => ch.charCodeAt(0) < 0x80);
-      const words = seed === 5 ? WORDS.filter(ascii) : WORDS;
-      const vocabulary = [...words, ...Array.from({ length: 60 }, (_, i) => `w${(i * 37) % 101}${pick(seed === 5 ? ['', 'x', 'X'] : ['', 'x', 'é'])}`)];
+      const words = seed === 7 ? WORDS.filter(ascii) : WORDS;
+      const vocabulary = [...words, ...Array.from({ length: 60 }, (_, i) => `w${(i * 37) % 101}${pick(seed === 7 ? ['', 'x', 'X'] : ['', 'x', 'é'])}`)];
       const word = (): string => (rnd() < 0.7 ? pick(vocabulary.slice(0, 12 + Math.floor(rnd() * vocabulary.length))) : pick(vocabulary));
       const text = (n: number): string => Array.from({ length: n }, () => word() + pick(SEPARATORS)).join('');
       const { dir, cleanup } = await tmpDir();
@@ -73,7 +74,7 @@ describe('storage/search: the in-memory ranking engine equals FTS5', function ()
       rules.clear();
       for (let i = 0; i < (seed >= 3 ? 1500 : 150); i++) write(`${pick(FOLDERS)}/${word()}-${i}.md`, text(Math.floor(rnd() * 120)));
       const logger = createLogger({ level: 'error' });
-      const index = await SearchIndex.open({ file: join(dir, 'search.sqlite'), source, readNeed, logger, orgId: 'diff', rankTuning: { compactAt: seed % 2 === 0 ? 50 : undefined } });
+      const index = await SearchIndex.open({ file: join(dir, 'search.sqlite'), source, readNeed, logger, orgId: 'diff', rankTuning: { compactAt: seed % 2 === 0 ? 50 : undefined, ...(seed >= 5 ? { topFrom: 40, topSize: 8 } : {}) } });
       try {
         await index.rankLoaded();
         let phase = "initial";
