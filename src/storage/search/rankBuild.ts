@@ -45,7 +45,33 @@ export async function buildRankIndex(args: {
     if (Math.floor(read / progressEvery) > Math.floor(before / progressEvery)) logger.info('search ranking index: loading', { org: orgId, rows: read });
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
+  if (!(await makeTopDocs(args))) return false;
   logger.info('search ranking index ready', { org: orgId, rows: read, ms: Date.now() - started, mib: Math.round(rank.bytes / 2 ** 20) });
+  return true;
+}
+
+/** Time the top documents' step runs before it lets the event loop run (ms). */
+const TOP_DOCS_SLICE_MS = 5;
+
+/**
+ * Every long list's top documents, made at the load rather than by the first query of each of its words after a
+ * start: 0.4 ms a list on average and up to 15 ms for the longest (535 lists, ~0.3 s, at 50,000 items of 2 KB),
+ * which moved the median of the search bench's one-at-a-time queries (each asked once) from 0.8-0.9 to 1.1-1.3 ms.
+ * Lists that grow later are made again by the query that finds them stale, as before. In slices, outside staged
+ * transactions, as the load's own steps. Returns false when stopped.
+ */
+async function makeTopDocs(args: { rank: RankIndex; gate: ReadGate; stopped: () => boolean }): Promise<boolean> {
+  const { rank, gate } = args;
+  let sliceStarted = performance.now();
+  for (const term of rank.longTerms()) {
+    while (gate.closed) await gate.idle();
+    if (args.stopped()) return false;
+    if (rank.liveDocs > 0) rank.topDocs(term, rank.liveTokens / rank.liveDocs);
+    if (performance.now() - sliceStarted >= TOP_DOCS_SLICE_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      sliceStarted = performance.now();
+    }
+  }
   return true;
 }
 

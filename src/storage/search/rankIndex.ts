@@ -206,6 +206,13 @@ export class RankIndex implements TransactionFollower {
     return id === undefined ? undefined : new TermCursor(this.pool, this.head[id] as number, this.needs, DEAD, avgdl);
   }
 
+  /** The terms whose lists are long enough to keep top documents (the load makes them all: rankBuild.ts). */
+  longTerms(): string[] {
+    const out: string[] = [];
+    for (const [term, id] of this.terms) if ((this.postings[id] as number) >= this.tops.from) out.push(term);
+    return out;
+  }
+
   /** The term's top documents (topDocs.ts), when its list is long enough; valid until the next change. */
   topDocs(term: string, avgdl: number): TopDocs | undefined {
     const id = this.terms.get(term);
