@@ -52,17 +52,20 @@ function firstOf(pool: PostingPool, block: number): number {
  * Room for one build: the list decoded whole and two arrays of shares, kept from one build to the next. Made anew
  * per build, the load's making of every long list's top documents (rankBuild.ts) allocated ~100 MB of arrays in a
  * third of a second, and the server's RSS after a full GC stayed ~35 MiB higher (the search bench, on minus off:
- * +121 against +86 MiB). Held: room for the longest list built so far (28 bytes a posting: ~1.8 MiB at 50,000
- * items).
+ * +121 against +86 MiB). Held: room for the longest list built so far, up to KEPT_POSTINGS (28 bytes a posting:
+ * ~1.8 MiB at 50,000 items).
  */
 let scratch: { list: DecodedTerm; shares: Float64Array; cutting: Float64Array } | undefined;
 
+/** The longest list whose room is kept (28 bytes a posting: 3.5 MiB); a longer one's is made for its build alone. */
+const KEPT_POSTINGS = 1 << 17;
+
 function scratchFor(postings: number): { list: DecodedTerm; shares: Float64Array; cutting: Float64Array } {
-  if (!scratch || scratch.list.docs.length < postings) {
-    const list = sizedDecoded(postings);
-    scratch = { list, shares: new Float64Array(list.docs.length), cutting: new Float64Array(list.docs.length) };
-  }
-  return scratch;
+  if (scratch && scratch.list.docs.length >= postings) return scratch;
+  const list = sizedDecoded(postings);
+  const made = { list, shares: new Float64Array(list.docs.length), cutting: new Float64Array(list.docs.length) };
+  if (list.docs.length <= KEPT_POSTINGS) scratch = made;
+  return made;
 }
 
 /** Never a document's read rank: a decode that keeps dead documents. */
