@@ -52,7 +52,7 @@ function firstOf(pool: PostingPool, block: number): number {
  * Room for one build: the list decoded whole and two arrays of shares, kept from one build to the next. Made anew
  * per build, the load's making of every long list's top documents (rankBuild.ts) allocated ~100 MB of arrays in a
  * third of a second, and the server's RSS after a full GC stayed ~35 MiB higher (the search bench, on minus off:
- * +121 against +86 MiB). Held: room for the longest list built so far, up to KEPT_POSTINGS (28 bytes a posting:
+ * +121 against +84 MiB). Held: room for the longest list built so far, up to KEPT_POSTINGS (28 bytes a posting:
  * ~1.8 MiB at 50,000 items).
  */
 let scratch: { list: DecodedTerm; shares: Float64Array; cutting: Float64Array } | undefined;
