@@ -58,10 +58,13 @@ export async function loadCommitChanges(repo: OrgRepo, entry: HistoryEntry, know
   // The organization's first commit holds no item.
   if (entry.parent === null) return base;
   const parent = entry.parent;
-  const today = rulesAreToday(repo, entry);
-  const rulesBefore = today ? async () => repo : ruleReader(repo, parent);
-  const rulesAfter = today ? async () => repo : ruleReader(repo, entry.commitId);
   const changes = entry.items ?? (entry.item ? [entry.item] : []);
+  // Today's rules are copied now, before anything is awaited: read after the records' reads below, they could be
+  // those of a folder rule published meanwhile (an item moved into a folder vanished from its move's event for a
+  // role the next commit's rule then shut out of the folder).
+  const today = rulesAreToday(repo, entry) ? rulesNow(repo, changes.flatMap((c) => [c.from ?? c.path, c.path])) : undefined;
+  const rulesBefore = today ? async () => today : ruleReader(repo, parent);
+  const rulesAfter = today ? async () => today : ruleReader(repo, entry.commitId);
   for (const change of changes) {
     const from = change.from ?? change.path;
     const before = knownBefore(repo, entry, change, known) ?? (await repo.readAt(parent, from))?.record ?? null;
@@ -181,6 +184,13 @@ function seenAnyState(actor: Actor, id: string, side: Side): boolean {
 }
 
 /** The folder rules above a path as they were in `commitId` (each folder read once per commit). */
+/** Today's folder rules of every folder above `paths`, as they are now (a copy, not the live index). */
+function rulesNow(repo: OrgRepo, paths: readonly string[]): RuleSource {
+  const rules = new Map<string, FolderRule | undefined>();
+  for (const path of paths) for (const folder of ancestorFolders(path)) if (!rules.has(folder)) rules.set(folder, repo.folderRule(folder));
+  return { folderRule: (folder) => rules.get(folder) };
+}
+
 function ruleReader(repo: OrgRepo, commitId: string): (path: string) => Promise<RuleSource> {
   const rules = new Map<string, FolderRule | undefined>();
   return async (path) => {
