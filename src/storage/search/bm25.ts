@@ -23,3 +23,8 @@ export function termBound(weight: number, saturated: number, ratio: number, avgd
   const perWeight = weight >= saturated ? 0 : (K1 * (1 - B)) / weight;
   return ((K1 + 1.0) / (1 + perWeight + (K1 * B * ratio) / avgdl)) * MARGIN;
 }
+
+/** A term's share of a row's score, IDF left out, at weighted count `f` in a row of `length` tokens: f·(k1+1)/(f + k1·(1 − b + b·D/avgdl)). */
+export function shareOf(f: number, length: number, avgdl: number): number {
+  return (f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * length) / avgdl));
+}

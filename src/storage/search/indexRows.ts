@@ -57,12 +57,7 @@ export class IndexRows {
     return this.db.indexed();
   }
 
-  /** Adds or replaces the row of `entry`. */
-  write(entry: IndexEntry, text: string, rules: Pick<SearchSource, 'folderRule'> = this.source): void {
-    this.writeOver(entry, text, rules, this.get(entry.record.path));
-  }
-
-  /** The same, where the caller has read what the row holds now (`row`; undefined: none). */
+  /** Adds or replaces the row of `entry`, where the caller has read what the row holds now (`row`; undefined: none). */
   writeOver(entry: IndexEntry, text: string, rules: Pick<SearchSource, 'folderRule'>, row: IndexedItem | undefined): void {
     const { path } = entry.record;
     const need = this.readNeed(entry.record, rules);
@@ -76,11 +71,7 @@ export class IndexRows {
     this.rank.remove(path);
   }
 
-  /** The row's read rank under `rules`; true when it moved. */
-  refreshNeed(entry: IndexEntry, rules: Pick<SearchSource, 'folderRule'> = this.source): boolean {
-    return this.refreshNeedOf(entry, rules, this.get(entry.record.path));
-  }
-
+  /** The row's read rank under `rules` (`row`: what it holds now); true when it moved. */
   private refreshNeedOf(entry: IndexEntry, rules: Pick<SearchSource, 'folderRule'>, row: IndexedItem | undefined): boolean {
     if (!row) return false;
     const need = this.readNeed(entry.record, rules);

@@ -1,4 +1,4 @@
-import { B, K1, MARGIN, weightOf } from './bm25.js';
+import { MARGIN, shareOf, weightOf } from './bm25.js';
 import { sizedDecoded, type DecodedTerm } from './decodedTerm.js';
 import { META_FIRST, metaSlot, PAGE_SHIFT, type PostingPool } from './postingPool.js';
 
@@ -91,7 +91,7 @@ export function buildTopDocs(pool: PostingPool, head: number, postings: number, 
   for (let i = 0; i < n; i++) {
     const f = weightOf(list.body[i] as number, list.path[i] as number);
     if ((list.path[i] as number) > 0) pathDocs++;
-    shares[i] = (list.path[i] as number) > 0 ? Infinity : (f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * (lengths[list.docs[i] as number] as number)) / avgdl));
+    shares[i] = (list.path[i] as number) > 0 ? Infinity : shareOf(f, lengths[list.docs[i] as number] as number, avgdl);
   }
   if (pathDocs > size) return undefined;
   const copy = cutting.subarray(0, n);
@@ -139,7 +139,7 @@ export function outsideBound(top: TopDocs, avgdl: number): number {
   let most = 0.0;
   for (let i = 0; i < top.outsideWeights.length; i++) {
     const f = top.outsideWeights[i] as number;
-    const share = (f * (K1 + 1.0)) / (f + K1 * (1 - B + (B * (top.outsideLengths[i] as number)) / avgdl));
+    const share = shareOf(f, top.outsideLengths[i] as number, avgdl);
     if (share > most) most = share;
   }
   return most * MARGIN;
