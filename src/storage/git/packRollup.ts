@@ -1,5 +1,6 @@
 import { errnoCode } from '../../common/errors.js';
 import type { FsPromises } from '../fs/fs.js';
+import { fsyncDir } from '../fs/durable.js';
 import type { GitCli } from './gitCli.js';
 import { PackIndex } from './packIndex.js';
 
@@ -62,16 +63,14 @@ export function geometricRollup(packs: readonly PackWeight[], factor = 2): PackW
  * 50,000 items (thousand-entry folders, two rewritten per commit) 0.7 s of CPU for 200 commits,
  * against 0.18 s here, so that repacks stopped growing with the folders' size. Exactly the listed
  * objects go into the new pack, so the old packs can go once it is durable: its files are fsynced
- * by git and renamed into place, then each old pack is removed, index first (as git removes them:
- * an index without its pack is never left, a pack without its index is ignored). As with `git
- * repack -d`, which this replaces, `objects/pack` is not fsynced between the renames and the
- * removals: a journaling file system (ext4, xfs) makes changes to one directory durable in the
- * order they were made, so no crash keeps the removals and loses the new pack's names. A crash at
- * any point leaves every object in some pack. The calls here are the ones the pack reader makes
- * (listing objects/pack, reading indexes, removing packs), none of the write path's. Packs written
- * meanwhile are not touched; readers of a removed pack keep their open descriptor or find the
- * object again by listing the packs. Returns null when there is nothing to fold (fewer than two
- * packs in the split).
+ * by git and renamed into place, `objects/pack` is fsynced, then each old pack is removed, index
+ * first (as git removes them: an index without its pack is never left, a pack without its index is
+ * ignored). `git repack -d` does not fsync the directory between the renames and the removals,
+ * trusting a journaling file system to keep one directory's changes in order; we do not rely on
+ * that, so no crash keeps the removals and loses the new pack's names. A crash at any point leaves
+ * every object in some pack. Packs written meanwhile are not touched; readers of a removed pack keep
+ * their open descriptor or find the object again by listing the packs. Returns null when there is
+ * nothing to fold (fewer than two packs in the split).
  */
 export async function rollUpPacks(args: { fs: FsPromises; gitdir: string; git: GitCli; names: ReadonlyMap<string, string> }): Promise<RollupReport | null> {
   const { fs, gitdir, git, names } = args;
@@ -94,6 +93,8 @@ export async function rollUpPacks(args: { fs: FsPromises; gitdir: string; git: G
   const checksum = await git.packObjects({ gitdir, packDir, input: `${lines.join('\n')}\n`, window: WINDOW });
   const made = new PackIndex(await fs.readFile(`${packDir}/pack-${checksum}.idx`), `pack-${checksum}.idx`);
   if (made.count !== new Set(ids).size) throw new Error(`git pack-objects packed ${made.count} objects of ${new Set(ids).size}: the old packs are kept`);
+  // The new pack's names are made durable before any old pack goes (design rule 3), on any file system.
+  await fsyncDir(fs, packDir);
   for (const pack of chosen) {
     if (pack.path === `${packDir}/pack-${checksum}`) continue;
     for (const ext of ['.idx', '.pack']) await fs.unlink(`${pack.path}${ext}`).catch((err: unknown) => (errnoCode(err) === 'ENOENT' ? undefined : Promise.reject(err)));

@@ -126,6 +126,31 @@ describe('storage/packRollup: small packs folded by git pack-objects', () => {
     expect(folders.filter(([, o]) => o.depth === 0).length, 'whole folder trees').to.be.at.most(4);
   });
 
+  it('makes objects/pack durable (the new pack’s names) before it removes any old pack', async () => {
+    for (let n = 0; n < 3; n++) {
+      const stager = new ObjectStager();
+      stager.writeBlob(Buffer.from(`blob ${n}\n`));
+      await flushPack(stager);
+    }
+    const calls: string[] = [];
+    const recording = new Proxy(FS, {
+      get(target, prop: keyof FsPromises) {
+        if (prop === 'unlink') return (path: string) => (calls.push(`unlink ${path.slice(packDir.length + 1)}`), target.unlink(path));
+        if (prop === 'open')
+          return async (path: string, flags: string) => {
+            const handle = await target.open(path, flags);
+            return Object.assign(Object.create(handle) as typeof handle, { sync: () => (calls.push(`sync ${path}`), handle.sync()), close: () => handle.close() });
+          };
+        return target[prop];
+      },
+    });
+    const report = await rollUpPacks({ fs: recording, gitdir, git: hostGit, names: new Map() });
+    expect(report).to.include({ packs: 3 });
+    const firstUnlink = calls.findIndex((c) => c.startsWith('unlink'));
+    expect(firstUnlink, 'old packs removed').to.be.above(0);
+    expect(calls.slice(0, firstUnlink)).to.include(`sync ${packDir}`);
+  });
+
   it('leaves the packs alone when there is nothing to fold', async () => {
     const stager = new ObjectStager();
     stager.writeBlob(Buffer.from('only\n'));
