@@ -50,8 +50,23 @@ export async function buildRankIndex(args: {
   return true;
 }
 
-/** Time the top documents' step runs before it lets the event loop run (ms). */
-const TOP_DOCS_SLICE_MS = 5;
+/** Time a slice of work on the ranking index runs before it lets the event loop run (ms). */
+const SLICE_MS = 5;
+
+/**
+ * Runs `step` in slices of about SLICE_MS (it stops when `until()` says so, and returns true once all is done),
+ * never while a staged transaction is open, the event loop running between slices: the server serves meanwhile.
+ * Returns false when stopped (`stopped` became true) before the work was done.
+ */
+export async function inSlices(args: { gate: ReadGate; stopped: () => boolean }, step: (until: () => boolean) => boolean): Promise<boolean> {
+  for (;;) {
+    while (args.gate.closed) await args.gate.idle();
+    if (args.stopped()) return false;
+    const deadline = performance.now() + SLICE_MS;
+    if (step(() => performance.now() >= deadline)) return true;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
 
 /**
  * Every long list's top documents, made at the load rather than by the first query of each of its words after a
@@ -60,19 +75,18 @@ const TOP_DOCS_SLICE_MS = 5;
  * Lists that grow later are made again by the query that finds them stale, as before. In slices, outside staged
  * transactions, as the load's own steps. Returns false when stopped.
  */
-async function makeTopDocs(args: { rank: RankIndex; gate: ReadGate; stopped: () => boolean }): Promise<boolean> {
-  const { rank, gate } = args;
-  let sliceStarted = performance.now();
-  for (const term of rank.longTerms()) {
-    while (gate.closed) await gate.idle();
-    if (args.stopped()) return false;
-    if (rank.liveDocs > 0) rank.topDocs(term, rank.liveTokens / rank.liveDocs);
-    if (performance.now() - sliceStarted >= TOP_DOCS_SLICE_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      sliceStarted = performance.now();
+function makeTopDocs(args: { rank: RankIndex; gate: ReadGate; stopped: () => boolean }): Promise<boolean> {
+  const { rank } = args;
+  const terms = rank.longTerms();
+  let next = 0;
+  return inSlices(args, (until) => {
+    while (next < terms.length) {
+      if (rank.liveDocs > 0) rank.topDocs(terms[next] as string, rank.liveTokens / rank.liveDocs);
+      next++;
+      if (until()) break;
     }
-  }
-  return true;
+    return next >= terms.length;
+  });
 }
 
 /** A load under way: whether it ended (`ready`), and a wait for it (tests and benches). */

@@ -1,29 +1,26 @@
-import { weightOf } from './bm25.js';
-import { decodedTerm, grow, sizedDecoded } from './decodedTerm.js';
-import { BLOCK_POSTINGS, PostingPool } from './postingPool.js';
-import { TermCursor } from './termCursor.js';
-import { buildTopDocs, type TopDocs } from './topDocs.js';
-import { TopDocsCache } from './topDocsCache.js';
+import { grow } from './decodedTerm.js';
+import type { TermCursor } from './termCursor.js';
+import { DEAD, TermLists } from './termLists.js';
+import type { TopDocs } from './topDocs.js';
 import { indexedText, tokenize } from './unicode61.js';
 
-/** The read rank of a document that no longer exists (a replaced or removed item). */
-export const DEAD = 255;
+export { DEAD } from './termLists.js';
 
 /**
  * Dead postings (of replaced or removed items) from which, and once they outnumber the live ones, every list is
- * written again without them: each update of a 2 KB item leaves ~200 behind (~500 bytes). 0.58 s of CPU at
- * 10 M postings (measured at load average 10), once per as many updates as there are items, after a commit (never inside a transaction, whose
- * rollback may still need a dead document back).
+ * written again without them: each update of a 2 KB item leaves ~200 behind (~500 bytes). About 1 s of CPU at
+ * 10 M postings (50,000 items of 2 KB), once per as many updates as there are items: done in steps (`compactStep`),
+ * between transactions (a rollback may still need a dead document back), never in one piece.
  */
 const COMPACT_AT_POSTINGS = 1 << 20;
-/**
- * A list with this many postings or more (~10 blocks) takes its next blocks RUN at a time, consecutive: a query
- * walking it reads memory in order (at most RUN - 1 blocks of 64 bytes unused per such list).
- */
-const RUN_FROM = 256;
-const RUN = 8;
 
 type Undo = () => void;
+
+/**
+ * Runs a compaction's `step` until it returns true (done): `until` tells it when to stop for now. RankIndex's
+ * default runs it at once, to the end; SearchIndex runs it in slices between which the server serves (rankBuild.ts).
+ */
+export type CompactionRunner = (step: (until: () => boolean) => boolean) => void;
 
 /** Told of each transaction of the SQLite file, to keep a copy of its rows in step (SearchDb.follow). */
 export interface TransactionFollower {
@@ -33,7 +30,7 @@ export interface TransactionFollower {
 }
 
 /**
- * The in-memory twin of the FTS5 table `docs`: per term, the documents holding it (postingPool.ts), and
+ * The in-memory twin of the FTS5 table `docs`: per term, the documents holding it (termLists.ts), and
  * per document its path, read rank, token count and FTS5 rowid, so that the common queries (plain words)
  * are ranked here exactly as `bm25(docs, 10.0, 1.0)` ranks them (rankQuery.ts), without SQLite.
  *
@@ -46,29 +43,20 @@ export interface TransactionFollower {
  */
 export class RankIndex implements TransactionFollower {
   private readonly compactAt: number | undefined;
+  private readonly runCompaction: CompactionRunner;
+  private readonly lists: TermLists;
 
   /**
    * `compactAt`: the dead postings from which the lists are written again without them (by default
    * COMPACT_AT_POSTINGS or the live ones, whichever is more; tests lower it to reach it with small corpora);
-   * `topFrom`, `topSize`: from which list length, and how many, top documents are kept (topDocsCache.ts).
+   * `topFrom`, `topSize`: from which list length, and how many, top documents are kept (topDocsCache.ts);
+   * `compaction`: what runs a compaction's steps (at once, to the end, unless given).
    */
-  constructor(tuning: { compactAt?: number; topFrom?: number; topSize?: number } = {}) {
+  constructor(tuning: { compactAt?: number; topFrom?: number; topSize?: number; compaction?: CompactionRunner } = {}) {
     this.compactAt = tuning.compactAt;
-    this.tops = new TopDocsCache(tuning);
+    this.lists = new TermLists(tuning);
+    this.runCompaction = tuning.compaction ?? ((step) => void step(() => false));
   }
-
-  private readonly tops: TopDocsCache;
-
-  private pool = new PostingPool();
-  private readonly terms = new Map<string, number>();
-  /** Per term: its first block, and where its last posting ends; the last document it holds. */
-  private head = new Int32Array(1024);
-  private tail = new Float64Array(1024);
-  private lastDoc = new Int32Array(1024);
-  /** Postings written, dead ones included (the room a decode needs). */
-  private postings = new Int32Array(1024);
-  /** Live postings of the terms queried since the last change, counted when dead ones exist (`liveCount`). */
-  private readonly liveCounts = new Map<number, number>();
 
   private paths: string[] = [];
   private needs = new Uint8Array(1024);
@@ -86,8 +74,6 @@ export class RankIndex implements TransactionFollower {
 
   private journal: Undo[] = [];
   private inTransaction = false;
-  /** Room for one block's postings, where `liveCount` decodes them. */
-  private readonly scratch = { docs: new Int32Array(BLOCK_POSTINGS), body: new Int32Array(BLOCK_POSTINGS), path: new Int32Array(BLOCK_POSTINGS) };
 
   /** Adds or replaces the document of `path`. */
   put(args: { path: string; text: string; need: number; rowid: number }): void {
@@ -100,7 +86,7 @@ export class RankIndex implements TransactionFollower {
     const bodyTokens = tokenize(indexedText(args.text), (term) => counts.set(term, (counts.get(term) ?? 0) + 1));
     // The length first: the blocks' bounds take it from there.
     this.lengths[doc] = pathTokens + bodyTokens;
-    for (const [term, count] of counts) this.append(term, doc, count % (1 << 20), Math.floor(count / (1 << 20)));
+    for (const [term, count] of counts) this.lists.append(term, doc, count % (1 << 20), Math.floor(count / (1 << 20)), this.lengths[doc] as number);
     this.paths[doc] = args.path;
     this.needs[doc] = args.need;
     this.rowids[doc] = args.rowid;
@@ -149,41 +135,34 @@ export class RankIndex implements TransactionFollower {
     this.inTransaction = true;
   }
 
-  /** The SQLite transaction committed: its changes stay. */
+  /** The SQLite transaction committed: its changes stay. Enough dead postings start a compaction (`compactStep`). */
   commit(): void {
     this.journal = [];
     this.inTransaction = false;
-    if (this.deadPostings >= (this.compactAt ?? Math.max(COMPACT_AT_POSTINGS, this.livePostings))) this.compact();
+    if (this.lists.compacting || this.deadPostings < (this.compactAt ?? Math.max(COMPACT_AT_POSTINGS, this.livePostings))) return;
+    this.lists.startCompaction();
+    this.runCompaction((until) => this.compactStep(until));
   }
 
-  /** Writes every term's list again without its dead documents (their numbers stay; their paths are let go). */
-  private compact(): void {
-    const pool = new PostingPool();
-    let list = decodedTerm();
-    for (const id of this.terms.values()) {
-      const all = this.postings[id] as number;
-      if (all > list.docs.length) list = sizedDecoded(all);
-      const n = this.pool.decode(this.head[id] as number, list.docs, list.body, list.path, this.needs, DEAD);
-      const block = pool.allocate();
-      let tail = PostingPool.start(block);
-      let last = -1;
-      for (let i = 0; i < n; i++) {
-        const doc = list.docs[i] as number;
-        const body = list.body[i] as number;
-        const path = list.path[i] as number;
-        tail = pool.append(tail, doc, doc - last, body, path, weightOf(body, path), this.lengths[doc] as number, n >= RUN_FROM ? RUN : 1);
-        last = doc;
-      }
-      this.head[id] = block;
-      this.tail[id] = tail;
-      this.lastDoc[id] = last;
-      this.postings[id] = n;
-    }
+  /** Whether a compaction is under way (tests). */
+  get compacting(): boolean {
+    return this.lists.compacting;
+  }
+
+  /**
+   * Part of the compaction under way: lists written again without their dead documents (TermLists.compactStep),
+   * until `until()` says stop or all are; then dead documents' paths are let go (their numbers stay). True once
+   * done. Nothing is done while a transaction is open: its rollback may need a dead document back, postings included.
+   */
+  compactStep(until: () => boolean): boolean {
+    if (!this.lists.compacting) return true;
+    if (this.inTransaction) return false;
+    const { done, dropped } = this.lists.compactStep(until, { needs: this.needs, lengths: this.lengths }, this.liveDocs > 0 ? this.liveTokens / this.liveDocs : null);
+    this.deadPostings -= dropped;
+    if (!done) return false;
     for (let doc = 0; doc < this.docs; doc++) if (this.needs[doc] === DEAD) this.paths[doc] = '';
-    this.pool = pool;
-    this.tops.clear();
-    this.deadPostings = 0;
     this.changed();
+    return true;
   }
 
   /** The SQLite transaction rolled back: so are its changes here, newest first. */
@@ -202,23 +181,17 @@ export class RankIndex implements TransactionFollower {
    * the query's, for the blocks' bounds. Valid until the next change.
    */
   cursor(term: string, avgdl: number): TermCursor | undefined {
-    const id = this.terms.get(term);
-    return id === undefined ? undefined : new TermCursor(this.pool, this.head[id] as number, this.needs, DEAD, avgdl);
+    return this.lists.cursor(term, this.needs, avgdl);
   }
 
   /** The terms whose lists are long enough to keep top documents (the load makes them all: rankBuild.ts). */
   longTerms(): string[] {
-    const out: string[] = [];
-    for (const [term, id] of this.terms) if ((this.postings[id] as number) >= this.tops.from) out.push(term);
-    return out;
+    return this.lists.longTerms();
   }
 
   /** The term's top documents (topDocs.ts), when its list is long enough; valid until the next change. */
   topDocs(term: string, avgdl: number): TopDocs | undefined {
-    const id = this.terms.get(term);
-    if (id === undefined) return undefined;
-    const postings = this.postings[id] as number;
-    return this.tops.get(id, postings, (size) => buildTopDocs(this.pool, this.head[id] as number, postings, this.lengths, this.needs, avgdl, size));
+    return this.lists.topDocs(term, { needs: this.needs, lengths: this.lengths }, avgdl);
   }
 
   /**
@@ -226,22 +199,12 @@ export class RankIndex implements TransactionFollower {
    * live; with some, the list is counted once per change and the count kept until the next one.
    */
   liveCount(term: string): number {
-    const id = this.terms.get(term);
-    if (id === undefined) return 0;
-    if (this.deadPostings === 0) return this.postings[id] as number;
-    let n = this.liveCounts.get(id);
-    if (n === undefined) {
-      const { docs, body, path } = this.scratch;
-      n = 0;
-      for (let block = this.head[id] as number; block !== 0; block = this.pool.next(block)) n += this.pool.decodeBlock(block, docs, body, path, 0, this.needs, DEAD);
-      this.liveCounts.set(id, n);
-    }
-    return n;
+    return this.lists.liveCount(term, this.needs, this.deadPostings > 0);
   }
 
-  /** Any change to which documents hold a term, or live: every count in `liveCounts` may be out of date. */
+  /** Any change to which documents hold a term, or live: every count the lists keep may be out of date. */
   private changed(): void {
-    if (this.liveCounts.size > 0) this.liveCounts.clear();
+    this.lists.changed();
   }
 
   path(doc: number): string {
@@ -268,7 +231,7 @@ export class RankIndex implements TransactionFollower {
 
   /** Bytes of the typed arrays (the pool and the per-term and per-document arrays); strings and maps not counted. */
   get bytes(): number {
-    return this.pool.bytes + this.tops.bytes + this.postings.byteLength + this.head.byteLength + this.tail.byteLength + this.lastDoc.byteLength + this.needs.byteLength + this.lengths.byteLength + this.rowids.byteLength + this.postingCounts.byteLength;
+    return this.lists.bytes + this.needs.byteLength + this.lengths.byteLength + this.rowids.byteLength + this.postingCounts.byteLength;
   }
 
   private kill(doc: number): void {
@@ -290,29 +253,6 @@ export class RankIndex implements TransactionFollower {
     this.liveTokens += this.lengths[doc] as number;
     this.livePostings += this.postingCounts[doc] as number;
     this.deadPostings -= this.postingCounts[doc] as number;
-  }
-
-  private append(term: string, doc: number, body: number, path: number): void {
-    this.changed();
-    let id = this.terms.get(term);
-    if (id === undefined) {
-      id = this.terms.size;
-      this.terms.set(term, id);
-      if (id === this.head.length) {
-        this.head = grow(this.head);
-        this.tail = grow(this.tail);
-        this.lastDoc = grow(this.lastDoc);
-        this.postings = grow(this.postings);
-      }
-      const block = this.pool.allocate();
-      this.head[id] = block;
-      this.tail[id] = PostingPool.start(block);
-      this.lastDoc[id] = -1;
-    }
-    const gap = doc - (this.lastDoc[id] as number);
-    this.tail[id] = this.pool.append(this.tail[id] as number, doc, gap, body, path, weightOf(body, path), this.lengths[doc] as number, (this.postings[id] as number) >= RUN_FROM ? RUN : 1);
-    this.lastDoc[id] = doc;
-    this.postings[id] = (this.postings[id] as number) + 1;
   }
 
   private grow(doc: number): void {

@@ -4,20 +4,17 @@ import type { DerivedView, PublishedBatch, StagedView, StagingBatch } from '../r
 import type { IndexEntry } from '../repo/itemIndex.js';
 import { changedPaths, updatesFor } from './batchChanges.js';
 import { catchUpRows, PROGRESS_EVERY, type CaughtUp } from './catchUp.js';
-import { IndexRows, type ReadNeed, type RowUpdate, type SearchSource } from './indexRows.js';
+import { IndexRows, type ReadNeed, type SearchSource } from './indexRows.js';
 import { matchExpression, pathMatchExpression, type SearchTerms } from './matchExpression.js';
 import { plainSearch, plainTerms } from './plainSearch.js';
-import { RankLoad } from './rankBuild.js';
-import { RankIndex } from './rankIndex.js';
+import { RankCopy } from './rankCopy.js';
 import { ReadGate } from './readGate.js';
 import { SearchDb } from './searchDb.js';
 import { hitsOf, prefixRange, type SearchHit } from './searchHits.js';
 
 export { clip, MAX_SNIPPET_CHARS } from './searchHits.js';
-
 export { PROGRESS_EVERY } from './catchUp.js';
 export type { ReadNeed, SearchSource } from './indexRows.js';
-
 export type { SearchHit } from './searchHits.js';
 
 /**
@@ -26,7 +23,6 @@ export type { SearchHit } from './searchHits.js';
  * would checkpoint inside a COMMIT, after the ref update, while the writers wait.
  */
 const CHECKPOINT_EVERY = 16;
-
 
 /**
  * One organization's full-text index: which live items hold which words, and
@@ -58,9 +54,8 @@ export class SearchIndex implements DerivedView {
   private stagedSinceCheckpoint = 0;
   /** Closed while a staged transaction is open: queries (and catch-ups) wait. */
   private readonly gate = new ReadGate();
-  /** The rows again, in memory: plain-word queries are ranked there once it is loaded (`rankLoad`). */
-  private readonly rank: RankIndex;
-  private rankLoad: RankLoad | undefined;
+  /** The rows again, in memory: plain-word queries are ranked there once it is loaded. */
+  private readonly copy: RankCopy;
 
   private constructor(
     private readonly db: SearchDb,
@@ -72,9 +67,8 @@ export class SearchIndex implements DerivedView {
     private readonly metrics: Metrics,
     rankTuning?: { compactAt?: number; topFrom?: number; topSize?: number },
   ) {
-    this.rank = new RankIndex(rankTuning);
-    db.follow(this.rank);
-    this.rows = new IndexRows(db, source, readNeed, this.rank);
+    this.copy = new RankCopy({ db, gate: this.gate, stopped: () => this.closed, logger, orgId, progressEvery }, rankTuning);
+    this.rows = new IndexRows(db, source, readNeed, this.copy.rank);
   }
 
   static async open(args: {
@@ -112,21 +106,9 @@ export class SearchIndex implements DerivedView {
     return index;
   }
 
-  /**
-   * The load of the in-memory ranking index, started by the organization's first search (or a wait for it):
-   * from the file's rows while the server serves; until it is loaded, every query goes to FTS5. Not at the
-   * open: an organization nobody searches does not hold its copy (at 50,000 items of ~200 bytes, 55 MiB of
-   * RSS after a full GC, test/bench/engine.ts; changes written meanwhile still reach it, see IndexRows).
-   */
-  private startRankLoad(): RankLoad {
-    const { db, rank, gate, logger, orgId, progressEvery } = this;
-    this.rankLoad ??= new RankLoad({ db, rank, gate, stopped: () => this.closed, logger, orgId, progressEvery });
-    return this.rankLoad;
-  }
-
   /** Starts the in-memory ranking index's load if need be; resolves once it serves queries (tests and benches). */
   async rankLoaded(): Promise<void> {
-    await this.startRankLoad().loaded();
+    await this.copy.loaded();
   }
 
   /**
@@ -199,7 +181,7 @@ export class SearchIndex implements DerivedView {
     this.gate.close();
     try {
       this.db.begin();
-      this.apply(updates, batch.head, batch.state);
+      this.rows.apply(updates, batch.head, batch.state);
       this.db.flushPending();
     } catch (err) {
       try {
@@ -240,7 +222,7 @@ export class SearchIndex implements DerivedView {
       const updates = await updatesFor({ rows: this.rows, textOf: (e) => this.textOf(e), paths, state: this.source, written: batch.written });
       await this.gate.idle();
       this.db.transaction(() => {
-        this.apply(updates, batch.head, this.source);
+        this.rows.apply(updates, batch.head, this.source);
         if (rulesChanged) this.rows.refreshNeeds();
       });
     } catch (err) {
@@ -248,11 +230,6 @@ export class SearchIndex implements DerivedView {
       this.failedBatches++;
       throw err;
     }
-  }
-
-  /** Inside a transaction: the updates' rows, read ranks under `rules`, and the head they bring the index to. */
-  private apply(updates: readonly RowUpdate[], head: string, rules: Pick<SearchSource, 'folderRule'>): void {
-    this.rows.apply(updates, head, rules);
   }
 
   /** Rolls the open transaction back (the rows live in the file alone, so nothing else is undone). */
@@ -287,9 +264,9 @@ export class SearchIndex implements DerivedView {
     const query = { needs: args.needs, ranges: args.prefixes?.map(prefixRange), limit: args.limit, offset: args.offset };
     const snippets = args.snippets ?? args.limit;
     // Plain words go to the in-memory engine once it is loaded; phrases and prefixes stay with FTS5.
-    const plain = this.startRankLoad().ready && this.useRank ? plainTerms(args.terms) : null;
+    const plain = this.copy.ready && this.useRank ? plainTerms(args.terms) : null;
     let rows: Array<{ path: string; score: number; snippet: string }>;
-    if (plain) rows = plainSearch({ ...query, rank: this.rank, plain, snippets, bodies: (ids) => this.db.bodies(ids), body: (id) => this.db.body(id) });
+    if (plain) rows = plainSearch({ ...query, rank: this.copy.rank, plain, snippets, bodies: (ids) => this.db.bodies(ids), body: (id) => this.db.body(id) });
     else {
       const match = matchExpression(args.terms);
       rows = this.db.search({ ...query, match, pathMatch: pathMatchExpression(args.terms) }).map((row, i) => ({ ...row, snippet: i < snippets ? this.db.snippet(match, row.id) : '' }));
@@ -305,7 +282,7 @@ export class SearchIndex implements DerivedView {
   /** The paths where the index disagrees with the repository (for `verify`): none when it is in step. */
   differences(): string[] {
     // The in-memory copy against the file too, once loaded (while it loads, it lacks rows by design).
-    return [...this.rows.differences(), ...(this.rankLoad?.ready ? this.rank.differencesFrom(this.db.indexed()) : [])];
+    return [...this.rows.differences(), ...this.copy.differences()];
   }
 
   close(): void {

@@ -13,7 +13,7 @@ const TOP_SIZE = 2048;
 /**
  * RankIndex's top documents (topDocs.ts) per term, made when a query first needs them and made again once the
  * list has grown by an eighth past what they cover (until then, its new documents are walked as before), or
- * after a compaction (which rewrites the blocks they point into: `clear`). A list they cannot serve (too many
+ * once a compaction has moved the list (which rewrites the blocks they point into: `drop`). A list they cannot serve (too many
  * path matches) is remembered as such until it grows as much.
  */
 export class TopDocsCache {
@@ -38,9 +38,12 @@ export class TopDocsCache {
     return top;
   }
 
-  clear(): void {
-    this.byTerm.clear();
-    this.held = 0;
+  /** Forgets the term's top documents (a compaction moved its list: they name blocks of the old pool). */
+  drop(term: number): void {
+    const held = this.byTerm.get(term);
+    if (!held) return;
+    this.held -= held.top ? topDocsBytes(held.top) : 0;
+    this.byTerm.delete(term);
   }
 
   /** Bytes of the typed arrays held. */

@@ -152,7 +152,7 @@ describe('storage/search: the in-memory ranking engine equals FTS5', function ()
         expect(index.differences()).to.deep.equal([]);
         // `verify` sees the copy too: a row it lost is named.
         const lost = [...entries.keys()].find((p) => entries.get(p)?.record.deletedAt === null) as string;
-        (index as unknown as { rank: { remove(path: string): void } }).rank.remove(lost);
+        (index as unknown as { copy: { rank: { remove(path: string): void } } }).copy.rank.remove(lost);
         expect(index.differences()).to.deep.equal([`search ranking index: ${lost} is missing`]);
       } finally {
         index.close();

@@ -1,0 +1,69 @@
+import type { Logger } from '../../common/log.js';
+import { inSlices, RankLoad } from './rankBuild.js';
+import { RankIndex } from './rankIndex.js';
+import type { ReadGate } from './readGate.js';
+import type { SearchDb } from './searchDb.js';
+
+/**
+ * SearchIndex's rows again, in memory (RankIndex): plain-word queries are ranked there once it is loaded. It
+ * follows every transaction of the file from the start; its load and its compactions run in slices while the
+ * server serves, never while a staged transaction is open (the gate).
+ */
+export class RankCopy {
+  readonly rank: RankIndex;
+  private load: RankLoad | undefined;
+
+  constructor(
+    private readonly deps: { db: SearchDb; gate: ReadGate; stopped: () => boolean; logger: Logger; orgId: string; progressEvery: number },
+    tuning?: { compactAt?: number; topFrom?: number; topSize?: number },
+  ) {
+    this.rank = new RankIndex({ ...tuning, compaction: (step) => this.compactInSlices(step) });
+    deps.db.follow(this.rank);
+  }
+
+  /**
+   * Whether it serves queries, its load started if need be: by the organization's first search (or a wait for
+   * it), from the file's rows while the server serves; until it is loaded, every query goes to FTS5. Not at the
+   * open: an organization nobody searches does not hold its copy (at 50,000 items of ~200 bytes, 55 MiB of
+   * RSS after a full GC, test/bench/engine.ts; changes written meanwhile still reach it, see IndexRows).
+   */
+  get ready(): boolean {
+    return this.started().ready;
+  }
+
+  /** Starts the load if need be; resolves once it has ended (tests and benches). */
+  loaded(): Promise<void> {
+    return this.started().loaded();
+  }
+
+  private started(): RankLoad {
+    this.load ??= new RankLoad({ ...this.deps, rank: this.rank });
+    return this.load;
+  }
+
+  /** Where it disagrees with the file's rows (for `verify`): nothing before it is loaded (it lacks rows by design). */
+  differences(): string[] {
+    return this.load?.ready ? this.rank.differencesFrom(this.deps.db.indexed()) : [];
+  }
+
+  /**
+   * Runs a compaction (RankIndex.compactStep) in slices while the server serves: in one piece it held the event
+   * loop 1.3–2.1 s at 50,000 items of 2 KB (test/bench/compactPause.ts), once per as many updates as there are items.
+   */
+  private compactInSlices(step: (until: () => boolean) => boolean): void {
+    const { gate, stopped, logger, orgId } = this.deps;
+    const started = performance.now();
+    let slices = 0;
+    const counted = (until: () => boolean): boolean => {
+      slices++;
+      return step(until);
+    };
+    inSlices({ gate, stopped }, counted).then(
+      (done) => {
+        if (done) logger.info('search ranking index compacted', { org: orgId, ms: Math.round(performance.now() - started), slices, mib: Math.round(this.rank.bytes / 2 ** 20) });
+      },
+      // A fault here is a bug: the lists stay where they are (each read from its pool), so queries stay right.
+      (err: unknown) => logger.error('search ranking index: compaction failed', { org: orgId, error: String(err) }),
+    );
+  }
+}
