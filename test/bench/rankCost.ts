@@ -14,7 +14,9 @@
  * order), per kind and over the whole mix. With `--compare`, then CPU µs per
  * query of ranking alone with and without the lists' top documents (rankTop.ts), the two alternating query by
  * query (which goes first alternates by query and by pass), and the index's bytes once top documents are made. With
- * `--check`, every query's rows with top documents are compared to the walk's (exit 1 when one differs).
+ * `--check`, every query's rows with top documents are compared to the walk's (exit 1 when one differs). With
+ * `--per-query`, each query that takes top documents is timed both ways on its own (`--reps` runs in a row, warm, the
+ * two alternating, the median of three): what a rule for when to take them could win at best, against always.
  */
 import { performance } from 'node:perf_hooks';
 import { snippetOfStored } from '../../src/storage/search/ftsSnippet.js';
@@ -30,6 +32,8 @@ const BYTES = options.number('--bytes', 2048);
 const PASSES = options.number('--passes', 5);
 const COMPARE = process.argv.includes('--compare');
 const CHECK = process.argv.includes('--check');
+const PER_QUERY = process.argv.includes('--per-query');
+const REPS = options.number('--reps', 30);
 const LIMIT = 10;
 
 /** The bodies as the server reads them for snippets: UTF-8 bytes (SearchDb.bodies). */
@@ -130,4 +134,37 @@ if (COMPARE) {
     console.log(`| ${k} | ${w.toFixed(1)} | ${t.toFixed(1)} | ${(t / w).toFixed(2)} |`);
   }
   console.log(`(CPU time, median of ${PASSES} passes; index ${(rank.bytes / 2 ** 20).toFixed(1)} MiB of typed arrays with top documents; heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB)`);
+}
+
+if (PER_QUERY) {
+  /** Wall µs of one ranking of `words`, the mean of REPS in a row (the lists warm in the CPU's caches after the first). */
+  const time = (words: string[], topDocs: boolean): number => {
+    const started = performance.now();
+    for (let r = 0; r < REPS; r++) rankPlain(rank, { include: words, exclude: [], needs: [0], limit: LIMIT + 1, offset: 0 }, undefined, { topDocs });
+    return ((performance.now() - started) / REPS) * 1000;
+  };
+  const medianOf3 = (f: () => number): number => median([f(), f(), f()]);
+  let top = 0;
+  let walk = 0;
+  let best = 0;
+  const slower: string[] = [];
+  let taking = 0;
+  for (const [i, q] of queries.entries()) {
+    const stats = { scored: 0, topDocs: false };
+    rankPlain(rank, { include: q.words, exclude: [], needs: [0], limit: LIMIT + 1, offset: 0 }, stats);
+    if (!stats.topDocs) continue;
+    taking++;
+    // Which goes first alternates by query.
+    const both = (first: boolean): [number, number] => {
+      const a = medianOf3(() => time(q.words, first));
+      return first ? [a, medianOf3(() => time(q.words, false))] : [medianOf3(() => time(q.words, true)), a];
+    };
+    const [t, w] = both(i % 2 === 0);
+    top += t;
+    walk += w;
+    best += Math.min(t, w);
+    if (w < t) slower.push(`${q.words.join(' ')} (${q.words.map((x) => rank.liveCount(x)).join(' and ')} postings): ${t.toFixed(0)} against ${w.toFixed(0)} µs`);
+  }
+  console.log(`\n${taking} of ${queries.length} queries take top documents; µs per query, warm, summed over them: always top documents ${top.toFixed(0)}, walk only ${walk.toFixed(0)}, the better of the two for each query ${best.toFixed(0)} (no rule can do better: ${(100 * (1 - best / top)).toFixed(1)}% less than always)`);
+  console.log(`the walk was faster for ${slower.length}: ${slower.join('; ')}`);
 }
