@@ -1,10 +1,8 @@
-import { rmSync } from 'node:fs';
-import { rankingQuery, searchRowOf, type RankingArgs, type SearchRow } from './ftsQuery.js';
-import sqlite from 'node-sqlite3-wasm';
 import type { Logger } from '../../common/log.js';
+import { rankingQuery, searchRowOf, type RankingArgs, type SearchRow } from './ftsQuery.js';
 import type { TransactionFollower } from './rankIndex.js';
+import { metaOf, openSearchFile, PAGE_CACHE_KIB, removeSearchFile, type Database } from './searchFile.js';
 
-type Database = InstanceType<typeof sqlite.Database>;
 type Statement = ReturnType<Database['prepare']>;
 
 /** What the index holds for one item: its row, the content it was built from, and who may read it. */
@@ -18,21 +16,8 @@ export interface IndexedItem {
 
 export type { SearchRow } from './ftsQuery.js';
 
-/** Changes to the schema or the tokenizer bump this: an index of another format is rebuilt, never misread. */
-const FORMAT = '2';
-
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-  CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, blob TEXT NOT NULL, need INTEGER NOT NULL);
-  CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(path, body, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3');
-  CREATE VIRTUAL TABLE IF NOT EXISTS paths USING fts5(path, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3');
-`;
-
-/** SQLite's page cache, KiB. */
-const PAGE_CACHE_KIB = 16_384;
 /** Rows whose bodies one statement reads (`bodies`): a page of results in one or a few. */
 const BODIES_AT_ONCE = 32;
-
 
 /**
  * The SQLite file of one organization's search index: an FTS5 table of paths
@@ -63,57 +48,18 @@ export class SearchDb {
    * format, is deleted and started afresh: it is only a cache.
    */
   static open(file: string, logger: Logger): SearchDb {
-    // The VFS locks with a directory `<file>.lock`; only this process uses the file, so one present now was left by a crash.
-    rmSync(`${file}.lock`, { recursive: true, force: true });
-    try {
-      return SearchDb.openOrThrow(file);
-    } catch (err) {
-      logger.warn('search index unreadable; starting it afresh', { file, error: String(err) });
-      SearchDb.remove(file);
-      return SearchDb.openOrThrow(file);
-    }
+    const { db, closedCleanly } = openSearchFile(file, logger);
+    return new SearchDb(db, closedCleanly);
   }
 
   /** Deletes the index file and what SQLite keeps beside it. */
   static remove(file: string): void {
-    for (const f of [file, `${file}-journal`, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
-    rmSync(`${file}.lock`, { recursive: true, force: true });
-  }
-
-  private static openOrThrow(file: string): SearchDb {
-    const db = new sqlite.Database(file);
-    try {
-      // Exclusive locking first: the package's file layer opens a WAL file only under it, and this process
-      // is the file's one user anyway. Its rollback journal did not survive SIGKILL reliably (5 of 15
-      // killed writers left a malformed file, measured); WAL with exclusive locking came back whole 10 of 10.
-      db.exec('PRAGMA locking_mode = EXCLUSIVE');
-      const mode = db.get('PRAGMA journal_mode = WAL');
-      if (mode?.journal_mode !== 'wal') throw new Error(`search index: journal mode ${String(mode?.journal_mode)}, expected wal`);
-      db.exec(`PRAGMA synchronous = OFF; PRAGMA cache_size = -${PAGE_CACHE_KIB};`);
-      db.exec(SCHEMA);
-      const format = SearchDb.metaOf(db, 'format');
-      // Format 1 lacked only the index of paths, which its items table holds: filled in place, not rebuilt
-      // (a rebuild reads every item again: 18-24 s at 50,000 items of 2 KB).
-      if (format === '1') db.exec('DELETE FROM paths; INSERT INTO paths (rowid, path) SELECT id, path FROM items;');
-      else if (format !== null && format !== FORMAT) throw new Error(`search index format ${format}, expected ${FORMAT}`);
-      const clean = SearchDb.metaOf(db, 'clean');
-      db.run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?), (?, ?)', ['format', FORMAT, 'clean', '0']);
-      // A new file is clean; an old one is clean only if it says so.
-      return new SearchDb(db, format === null || clean === '1');
-    } catch (err) {
-      db.close();
-      throw err;
-    }
-  }
-
-  private static metaOf(db: Database, key: string): string | null {
-    const row = db.get('SELECT value FROM meta WHERE key = ?', [key]);
-    return row && typeof row.value === 'string' ? row.value : null;
+    removeSearchFile(file);
   }
 
   /** The head commit the index was last brought up to, or null when never. */
   get head(): string | null {
-    return SearchDb.metaOf(this.db, 'head');
+    return metaOf(this.db, 'head');
   }
 
   /** Every indexed item, by path. */
