@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import type { VersionView } from '../domain/versionView.js';
 import type { KnowledgeItem, presentSearchResult } from '../http/presenters.js';
-import { MAX_LIST_LIMIT } from '../domain/items.js';
+import { MAX_LIST_LIMIT } from '../domain/itemReads.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT } from '../domain/search.js';
 import { DEFAULTS } from '../app/config.js';
 import { createApiClient, itemUrlPath, type ApiClient } from './apiClient.js';

@@ -4,7 +4,8 @@ import { versionTag, type IndexEntry } from '../storage/repo/itemIndex.js';
 import type { ItemIntent, OrgRepo } from '../storage/repo/orgRepo.js';
 import { requireRole } from './access.js';
 import { InvalidInput, OperationFailed } from './errors.js';
-import { authorOf, checkDelete, checkPut, planDelete, planPut, validateMessage, type CheckedPut, type ItemView, type TagCondition } from './items.js';
+import { authorOf, checkDelete, checkPut, planDelete, planPut, validateMessage, type CheckedPut, type TagCondition } from './items.js';
+import { type ItemView } from './itemReads.js';
 import type { Actor } from './keys.js';
 import { checkMove, planMove, type CheckedMove } from './moves.js';
 

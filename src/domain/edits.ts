@@ -2,7 +2,8 @@ import type { Clock } from '../common/clock.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { requireRole } from './access.js';
 import { InvalidInput, PreconditionFailed } from './errors.js';
-import { getItem, putItem, tagMatches, type ItemView, type TagCondition } from './items.js';
+import { putItem, tagMatches, type TagCondition } from './items.js';
+import { getItem, type ItemView } from './itemReads.js';
 import type { Actor } from './keys.js';
 
 /**

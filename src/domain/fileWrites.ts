@@ -4,7 +4,8 @@ import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import type { OrgRepo, RepoView } from '../storage/repo/orgRepo.js';
 import { canSee } from './access.js';
 import { ItemInTrash, ItemKindConflict, PreconditionFailed } from './errors.js';
-import { authorOf, checkNoConflict, pathTaken, requireChangeRights, tagMatches, writePut, type ItemView, type PutPlan, type TagCondition } from './items.js';
+import { authorOf, checkNoConflict, pathTaken, requireChangeRights, tagMatches, writePut, type PutPlan, type TagCondition } from './items.js';
+import { type ItemView } from './itemReads.js';
 import type { Actor } from './keys.js';
 import { newRecord } from './records.js';
 

@@ -6,7 +6,8 @@ import { ContentTooLarge, ItemInTrash, ItemKindConflict, ItemNotFound } from './
 import { writeFilePut, type FilePut } from './fileWrites.js';
 import { resolveFileType, validateFileName, type FileKind } from './fileTypes.js';
 import { getItemVersion } from './history.js';
-import { pathTaken, requireChangeRights, validateMessage, view, type ItemView, type TagCondition } from './items.js';
+import { pathTaken, requireChangeRights, validateMessage, type TagCondition } from './items.js';
+import { view, type ItemView } from './itemReads.js';
 import type { Actor } from './keys.js';
 import { validatePath } from './paths.js';
 import { requireInScope } from './scopes.js';

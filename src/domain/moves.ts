@@ -4,7 +4,8 @@ import type { ItemRecord } from '../storage/repo/itemRecord.js';
 import type { ItemIntent, OrgRepo, RepoView } from '../storage/repo/orgRepo.js';
 import { canSee, requireRole } from './access.js';
 import { InvalidInput, ItemInTrash, ItemNotFound, PreconditionFailed } from './errors.js';
-import { authorOf, checkPathFree, requireChangeRights, tagMatches, validateMessage, view, type ItemView, type TagCondition } from './items.js';
+import { authorOf, checkPathFree, requireChangeRights, tagMatches, validateMessage, type TagCondition } from './items.js';
+import { view, type ItemView } from './itemReads.js';
 import type { Actor } from './keys.js';
 import { validatePath } from './paths.js';
 

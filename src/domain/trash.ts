@@ -2,7 +2,8 @@ import { systemClock, type Clock } from '../common/clock.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { canSee, requireRole } from './access.js';
 import { ItemNotFound } from './errors.js';
-import { authorOf, view, type ItemView } from './items.js';
+import { authorOf } from './items.js';
+import { view, type ItemView } from './itemReads.js';
 import type { Actor } from './keys.js';
 import { validatePath } from './paths.js';
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { systemClock, type Clock } from '../common/clock.js';
 import { secondsSince } from '../common/metrics.js';
-import { readableEntry } from '../domain/items.js';
+import { readableEntry } from '../domain/itemReads.js';
 import { authenticate, type SecretHashes } from '../domain/keys.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';

@@ -1,4 +1,4 @@
-import { view } from '../domain/items.js';
+import { view } from '../domain/itemReads.js';
 import type { IndexEntry } from '../storage/repo/itemIndex.js';
 import { Lru } from '../common/lru.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';

@@ -1,5 +1,5 @@
 import { InvalidInput } from '../domain/errors.js';
-import type { ItemView } from '../domain/items.js';
+import type { ItemView } from '../domain/itemReads.js';
 import type { SearchResult } from '../domain/search.js';
 import type { KeyRecord } from '../storage/keys/keyStore.js';
 import type { ItemRecord } from '../storage/repo/itemRecord.js';

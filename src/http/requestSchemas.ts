@@ -1,4 +1,4 @@
-import { MAX_LIST_LIMIT } from '../domain/items.js';
+import { MAX_LIST_LIMIT } from '../domain/itemReads.js';
 import { MAX_SEARCH_LIMIT } from '../domain/search.js';
 import { MAX_QUERY_LENGTH } from '../domain/searchQuery.js';
 

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { silentLogger } from '../../src/common/log.js';
-import { getItem, putItem } from '../../src/domain/items.js';
+import { putItem } from '../../src/domain/items.js';
+import { getItem } from '../../src/domain/itemReads.js';
 import type { Actor } from '../../src/domain/keys.js';
 import { revertChanges } from '../../src/domain/revert.js';
 import { KeyStore } from '../../src/storage/keys/keyStore.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { ItemView } from '../../src/domain/items.js';
+import type { ItemView } from '../../src/domain/itemReads.js';
 import { itemListBody, presentItem } from '../../src/http/presenters.js';
 import type { ItemRecord } from '../../src/storage/repo/itemRecord.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';

@@ -1,6 +1,6 @@
 import { changesSince } from '../../domain/changes.js';
 import { diffVersions, getHistory, getItemVersion } from '../../domain/history.js';
-import { getItem, MAX_LIST_LIMIT, selectItems } from '../../domain/items.js';
+import { getItem, MAX_LIST_LIMIT, selectItems } from '../../domain/itemReads.js';
 import { MAX_SEARCH_LIMIT, searchItems } from '../../domain/search.js';
 import { MAX_QUERY_LENGTH } from '../../domain/searchQuery.js';
 import { presentItem, presentSearchResult } from '../presenters.js';

@@ -1,4 +1,4 @@
-import { getItem, selectItems } from '../../domain/items.js';
+import { getItem, selectItems } from '../../domain/itemReads.js';
 import { InvalidInput } from '../../domain/errors.js';
 import type { ToolContext } from './tool.js';
 
