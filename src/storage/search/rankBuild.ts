@@ -55,16 +55,17 @@ const SLICE_MS = 5;
 
 /**
  * Runs `step` in slices of about SLICE_MS (it stops when `until()` says so, and returns true once all is done),
- * never while a staged transaction is open, the event loop running between slices: the server serves meanwhile.
+ * never while a staged transaction is open, the event loop running before each slice: the server serves
+ * meanwhile, and the caller (a commit that starts a compaction, say) returns before any of the work is done.
  * Returns false when stopped (`stopped` became true) before the work was done.
  */
 export async function inSlices(args: { gate: ReadGate; stopped: () => boolean }, step: (until: () => boolean) => boolean): Promise<boolean> {
   for (;;) {
+    await new Promise<void>((resolve) => setImmediate(resolve));
     while (args.gate.closed) await args.gate.idle();
     if (args.stopped()) return false;
     const deadline = performance.now() + SLICE_MS;
     if (step(() => performance.now() >= deadline)) return true;
-    await new Promise<void>((resolve) => setImmediate(resolve));
   }
 }
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { silentLogger } from '../../../src/common/log.js';
-import { buildRankIndex } from '../../../src/storage/search/rankBuild.js';
+import { buildRankIndex, inSlices } from '../../../src/storage/search/rankBuild.js';
 import { RankIndex } from '../../../src/storage/search/rankIndex.js';
 import { ReadGate } from '../../../src/storage/search/readGate.js';
 import { SearchDb } from '../../../src/storage/search/searchDb.js';
@@ -35,5 +35,34 @@ describe('storage/search: the ranking index load', () => {
       db.close();
       await cleanup();
     }
+  });
+
+  it('works in slices: none in its caller\'s turn, none while a staged transaction is open, none once stopped', async () => {
+    const gate = new ReadGate();
+    const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+    let calls = 0;
+    let stop = false;
+    // Each call does one unit and stops (as `until` says at once); done after 5.
+    const work = inSlices({ gate, stopped: () => stop }, (until) => {
+      calls++;
+      expect(until()).to.be.a('boolean');
+      return calls === 5;
+    });
+    expect(calls, 'in the caller\'s turn').to.equal(0);
+    gate.close();
+    for (let i = 0; i < 5; i++) await turn();
+    expect(calls, 'while the gate is closed').to.equal(0);
+    gate.open();
+    expect(await work).to.equal(true);
+    expect(calls).to.equal(5);
+    // Stopped before its first slice: nothing done, false.
+    calls = 0;
+    const stopped = inSlices({ gate, stopped: () => stop }, () => {
+      calls++;
+      return false;
+    });
+    stop = true;
+    expect(await stopped).to.equal(false);
+    expect(calls).to.equal(0);
   });
 });
