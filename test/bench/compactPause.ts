@@ -11,7 +11,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { inSlices } from '../../src/storage/search/rankBuild.js';
-import { RankIndex, type CompactionRunner } from '../../src/storage/search/rankIndex.js';
+import { RankIndex, type SliceRunner } from '../../src/storage/search/rankIndex.js';
 import { ReadGate } from '../../src/storage/search/readGate.js';
 import { docContent } from './corpus.js';
 import { itemPath } from './fixtures.js';
@@ -24,8 +24,8 @@ const BYTES = options.number('--bytes', 2048);
 const texts = Array.from({ length: ITEMS }, (_, i) => docContent(i, BYTES));
 
 /** An index of the corpus with every item written again in one transaction; `runner` runs the compaction that starts. */
-function filled(runner: CompactionRunner | undefined): RankIndex {
-  const index = new RankIndex({ compaction: runner });
+function filled(runner: SliceRunner | undefined): RankIndex {
+  const index = new RankIndex({ slices: runner });
   for (let i = 0; i < ITEMS; i++) index.put({ path: itemPath(i), text: texts[i] as string, need: 0, rowid: i + 1 });
   index.begin();
   // Every item again, with another item's text: their old postings die, as many as the live ones (the threshold).
@@ -39,8 +39,9 @@ async function measure(label: string, sliced: boolean): Promise<void> {
   let done: Promise<boolean> = Promise.resolve(true);
   let slices = 0;
   let longest = 0;
-  const runner: CompactionRunner | undefined = sliced
-    ? (step) => {
+  const runner: SliceRunner | undefined = sliced
+    ? (step, what) => {
+        if (what !== 'compaction') return void step(() => false);
         done = inSlices({ gate: new ReadGate(), stopped: () => false }, (until) => {
           const started = performance.now();
           const finished = step(until);

@@ -82,7 +82,7 @@ function makeTopDocs(args: { rank: RankIndex; gate: ReadGate; stopped: () => boo
   let next = 0;
   return inSlices(args, (until) => {
     while (next < terms.length) {
-      if (rank.liveDocs > 0) rank.topDocs(terms[next] as string, rank.liveTokens / rank.liveDocs);
+      rank.makeTopDocs(terms[next] as string);
       next++;
       if (until()) break;
     }

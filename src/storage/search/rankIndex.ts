@@ -1,6 +1,6 @@
 import { grow } from './decodedTerm.js';
 import type { TermCursor } from './termCursor.js';
-import { DEAD, TermLists } from './termLists.js';
+import { DEAD, TermLists, type DocColumns } from './termLists.js';
 import type { TopDocs } from './topDocs.js';
 import { indexedText, tokenize } from './unicode61.js';
 
@@ -17,10 +17,11 @@ const COMPACT_AT_POSTINGS = 1 << 20;
 type Undo = () => void;
 
 /**
- * Runs a compaction's `step` until it returns true (done): `until` tells it when to stop for now. RankIndex's
- * default runs it at once, to the end; SearchIndex runs it in slices between which the server serves (rankBuild.ts).
+ * Runs `step` until it returns true (done): `until` tells it when to stop for now. `what` says which work it is: a
+ * compaction, or top documents that queries found due. SearchIndex runs them in slices between which the server
+ * serves (rankCopy.ts); without a runner, a compaction runs at once, to the end, and queries make top documents.
  */
-export type CompactionRunner = (step: (until: () => boolean) => boolean) => void;
+export type SliceRunner = (step: (until: () => boolean) => boolean, what: 'compaction' | 'top documents') => void;
 
 /** Told of each transaction of the SQLite file, to keep a copy of its rows in step (SearchDb.follow). */
 export interface TransactionFollower {
@@ -43,19 +44,20 @@ export interface TransactionFollower {
  */
 export class RankIndex implements TransactionFollower {
   private readonly compactAt: number | undefined;
-  private readonly runCompaction: CompactionRunner;
+  private readonly runCompaction: (step: (until: () => boolean) => boolean) => void;
   private readonly lists: TermLists;
 
   /**
    * `compactAt`: the dead postings from which the lists are written again without them (by default
    * COMPACT_AT_POSTINGS or the live ones, whichever is more; tests lower it to reach it with small corpora);
    * `topFrom`, `topSize`: from which list length, and how many, top documents are kept (topDocsCache.ts);
-   * `compaction`: what runs a compaction's steps (at once, to the end, unless given).
+   * `slices`: what runs a compaction's steps, and makes the top documents queries found due (see SliceRunner).
    */
-  constructor(tuning: { compactAt?: number; topFrom?: number; topSize?: number; compaction?: CompactionRunner } = {}) {
+  constructor(tuning: { compactAt?: number; topFrom?: number; topSize?: number; slices?: SliceRunner } = {}) {
+    const run = tuning.slices;
     this.compactAt = tuning.compactAt;
-    this.lists = new TermLists(tuning);
-    this.runCompaction = tuning.compaction ?? ((step) => void step(() => false));
+    this.lists = new TermLists(tuning, run ? () => run((until) => this.lists.makeDue(until, this.columns(), this.avgdl()), 'top documents') : undefined);
+    this.runCompaction = run ? (step) => run(step, 'compaction') : (step) => void step(() => false);
   }
 
   private paths: string[] = [];
@@ -157,7 +159,7 @@ export class RankIndex implements TransactionFollower {
   compactStep(until: () => boolean): boolean {
     if (!this.lists.compacting) return true;
     if (this.inTransaction) return false;
-    const { done, dropped } = this.lists.compactStep(until, { needs: this.needs, lengths: this.lengths }, this.liveDocs > 0 ? this.liveTokens / this.liveDocs : null);
+    const { done, dropped } = this.lists.compactStep(until, this.columns(), this.avgdl());
     this.deadPostings -= dropped;
     if (!done) return false;
     for (let doc = 0; doc < this.docs; doc++) if (this.needs[doc] === DEAD) this.paths[doc] = '';
@@ -189,9 +191,28 @@ export class RankIndex implements TransactionFollower {
     return this.lists.longTerms();
   }
 
-  /** The term's top documents (topDocs.ts), when its list is long enough; valid until the next change. */
+  /**
+   * The term's top documents (topDocs.ts), when its list is long enough; valid until the next change. With a
+   * SliceRunner, due ones are made after the query (it takes what is held meanwhile), not by it.
+   */
   topDocs(term: string, avgdl: number): TopDocs | undefined {
-    return this.lists.topDocs(term, { needs: this.needs, lengths: this.lengths }, avgdl);
+    return this.lists.topDocs(term, this.columns(), avgdl);
+  }
+
+  /** Makes the term's top documents now if they are due (the load makes every long list's: rankBuild.ts). */
+  makeTopDocs(term: string): void {
+    const avgdl = this.avgdl();
+    if (avgdl !== null) this.lists.topDocs(term, this.columns(), avgdl, true);
+  }
+
+  /** What the lists read of the documents (the arrays as they are now: they are replaced as they grow). */
+  private columns(): DocColumns {
+    return { needs: this.needs, lengths: this.lengths };
+  }
+
+  /** FTS5's avgdl over the live documents; null when there are none. */
+  private avgdl(): number | null {
+    return this.liveDocs > 0 ? this.liveTokens / this.liveDocs : null;
   }
 
   /**

@@ -47,8 +47,17 @@ export class TermLists {
   private readonly scratch = { docs: new Int32Array(BLOCK_POSTINGS), body: new Int32Array(BLOCK_POSTINGS), path: new Int32Array(BLOCK_POSTINGS) };
   private readonly tops: TopDocsCache;
   private compaction: Compaction | null = null;
+  /** Terms whose top documents a query found due, to be made by `makeDue`. */
+  private readonly due = new Set<number>();
 
-  constructor(tuning: { topFrom?: number; topSize?: number }) {
+  /**
+   * `schedule`: when given, a query that finds a list's top documents due takes what is held and the list joins
+   * `due`; `schedule` is called when `due` stops being empty, to have `makeDue` run. Without it, the query makes them.
+   */
+  constructor(
+    tuning: { topFrom?: number; topSize?: number },
+    private readonly schedule?: () => void,
+  ) {
     this.tops = new TopDocsCache(tuning);
   }
 
@@ -90,15 +99,35 @@ export class TermLists {
     return out;
   }
 
-  /** The term's top documents (topDocs.ts), when its list is long enough; valid until the next change. */
-  topDocs(term: string, docs: DocColumns, avgdl: number): TopDocs | undefined {
+  /**
+   * The term's top documents (topDocs.ts), when its list is long enough; valid until the next change. Due ones are
+   * made now when `now` is true or nothing was scheduled, else after (the constructor's `schedule`).
+   */
+  topDocs(term: string, docs: DocColumns, avgdl: number, now = false): TopDocs | undefined {
     const id = this.ids.get(term);
-    return id === undefined ? undefined : this.topDocsOf(id, docs, avgdl);
+    return id === undefined ? undefined : this.topDocsOf(id, docs, avgdl, now);
   }
 
-  private topDocsOf(id: number, docs: DocColumns, avgdl: number): TopDocs | undefined {
+  private topDocsOf(id: number, docs: DocColumns, avgdl: number, now = false): TopDocs | undefined {
     const postings = this.postings[id] as number;
-    return this.tops.get(id, postings, (size) => buildTopDocs(this.poolOf(id), this.head[id] as number, postings, docs.lengths, docs.needs, avgdl, size));
+    const later = now || !this.schedule ? undefined : () => this.makeLater(id);
+    return this.tops.get(id, postings, (size) => buildTopDocs(this.poolOf(id), this.head[id] as number, postings, docs.lengths, docs.needs, avgdl, size), later);
+  }
+
+  private makeLater(id: number): void {
+    const idle = this.due.size === 0;
+    this.due.add(id);
+    if (idle) this.schedule?.();
+  }
+
+  /** Makes the top documents queries found due, a list at a time until `until()` says stop; true once none is left. */
+  makeDue(until: () => boolean, docs: DocColumns, avgdl: number | null): boolean {
+    for (const id of this.due) {
+      this.due.delete(id);
+      if (avgdl !== null) this.topDocsOf(id, docs, avgdl, true);
+      if (this.due.size > 0 && until()) return false;
+    }
+    return true;
   }
 
   /** How many live documents hold the term; with `anyDead` false, all its postings are live and nothing is decoded. */
@@ -172,7 +201,7 @@ export class TermLists {
     this.postings[id] = n;
     // Its top documents named blocks of the old pool.
     this.tops.drop(id);
-    if (n >= this.tops.from && avgdl !== null) this.topDocsOf(id, docs, avgdl);
+    if (n >= this.tops.from && avgdl !== null) this.topDocsOf(id, docs, avgdl, true);
     return all - n;
   }
 

@@ -11,7 +11,8 @@ const TOP_FROM = 2048;
 const TOP_SIZE = 2048;
 
 /**
- * RankIndex's top documents (topDocs.ts) per term, made when a query first needs them and made again once the
+ * RankIndex's top documents (topDocs.ts) per term, made when a query first needs them (or right after it, see
+ * `get`'s `later`) and made again once the
  * list has grown by an eighth past what they cover (until then, its new documents are walked as before), or
  * once a compaction has moved the list (which rewrites the blocks they point into: `drop`). A list they cannot serve (too many
  * path matches) is remembered as such until it grows as much.
@@ -27,11 +28,19 @@ export class TopDocsCache {
     this.size = tuning.topSize ?? TOP_SIZE;
   }
 
-  /** The term's top documents (undefined: none for so short a list, or none possible), made by `build` when due. */
-  get(term: number, postings: number, build: (size: number) => TopDocs | undefined): TopDocs | undefined {
+  /**
+   * The term's top documents (undefined: none for so short a list, or none possible), made by `build` when due; or,
+   * when `later` is given, what is held (a stale set is still right: it only leaves more to the walk; none yet: the
+   * walk alone), `later` being told to have them made after this query.
+   */
+  get(term: number, postings: number, build: (size: number) => TopDocs | undefined, later?: () => void): TopDocs | undefined {
     if (postings < this.from) return undefined;
     const held = this.byTerm.get(term);
     if (held && postings - held.at <= held.at / 8) return held.top;
+    if (later) {
+      later();
+      return held?.top;
+    }
     const top = build(Math.min(this.size, Math.max(1, this.size >> 4, postings >> 4)));
     this.held += (top ? topDocsBytes(top) : 0) - (held?.top ? topDocsBytes(held.top) : 0);
     this.byTerm.set(term, { top, at: postings });

@@ -147,4 +147,38 @@ describe('storage/search: top documents answer as the walk does', () => {
     for (let i = 0; i < 300; i++) put(`other ${filler(1000)}`);
     findsThroughTop(index, q, long);
   });
+
+  it('with a slice runner, a query takes the top documents it holds and has due ones made after it, not by it', () => {
+    const rnd = random(11);
+    const work: Array<(until: () => boolean) => boolean> = [];
+    const index = new RankIndex({ topFrom: 64, topSize: 16, slices: (step, what) => (what === 'top documents' ? work.push(step) : step(() => false)) });
+    let rowid = 0;
+    const put = (n: number): void => {
+      for (let i = 0; i < n; i++) index.put({ path: `notes/${rowid}.md`, text: body(rnd, 60), need: 0, rowid: ++rowid });
+    };
+    put(600);
+    const q: PlainQuery = { include: ['common', 'other'], exclude: [], needs: [0], limit: 5, offset: 0 };
+    // None held yet: the query walks, and asks for them once.
+    same(index, q, 'first');
+    expect(work, 'made after the first query').to.have.length(1);
+    const before = index.bytes;
+    const drain = (): void => {
+      const step = work.shift() as (until: () => boolean) => boolean;
+      // One list a call, as slices stop when told.
+      while (!step(() => true));
+    };
+    drain();
+    expect(index.bytes, 'made by the runner').to.be.above(before);
+    same(index, q, 'with them');
+    // The lists grow by far more than an eighth: the query takes the stale ones (still right) and asks again.
+    put(300);
+    const stale = index.bytes;
+    same(index, q, 'stale');
+    expect(index.bytes, 'nothing made by the query').to.equal(stale);
+    expect(work).to.have.length(1);
+    drain();
+    expect(index.bytes, 'made again by the runner').not.to.equal(stale);
+    same(index, q, 'made again');
+    expect(work).to.have.length(0);
+  });
 });
