@@ -93,6 +93,7 @@ export async function startProxy(args: { dir: string; nodes: readonly Node[]; or
   proc.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d));
   const url = `http://127.0.0.1:${port}`;
   const loads = (): number => out.split('Loading success.').length - 1;
+  const formerWorkersGone = (): number => out.split('Former worker').length - 1;
   const waitFor = async (done: () => boolean, what: string): Promise<void> => {
     for (let i = 0; i < 200 && !done(); i++) {
       if (proc.exitCode !== null) throw new Error(`haproxy exited (${proc.exitCode}):\n${out}`);
@@ -108,8 +109,13 @@ export async function startProxy(args: { dir: string; nodes: readonly Node[]; or
     output: () => out,
     reload: async () => {
       const before = loads();
+      const gone = formerWorkersGone();
       proc.kill('SIGUSR2');
       await waitFor(() => loads() > before, 'the reload');
+      // The old worker closes the connections clients keep alive to it as it stops: a request sent on one of them
+      // meanwhile is cut ("other side closed": one failover run in seven here). A client of a real reload retries
+      // it; the tests wait until the old worker is gone (the master says so), and its closes have reached them.
+      await waitFor(() => formerWorkersGone() > gone, "the old worker's exit");
     },
     stop: async () => {
       if (proc.exitCode !== null || proc.signalCode !== null) return;
