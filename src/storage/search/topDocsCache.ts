@@ -12,10 +12,9 @@ const TOP_SIZE = 2048;
 
 /**
  * RankIndex's top documents (topDocs.ts) per term, made when a query first needs them (or right after it, see
- * `get`'s `later`) and made again once the
- * list has grown by an eighth past what they cover (until then, its new documents are walked as before), or
- * once a compaction has moved the list (which rewrites the blocks they point into: `drop`). A list they cannot serve (too many
- * path matches) is remembered as such until it grows as much.
+ * `get`'s `later`) and made again once the list has grown by an eighth past what they cover (until then, its new
+ * documents are walked as before), or once a compaction has moved the list (which rewrites the blocks they point
+ * into: `drop`). A list they cannot serve (too many path matches) is remembered as such until it grows as much.
  */
 export class TopDocsCache {
   private readonly byTerm = new Map<number, { top: TopDocs | undefined; at: number }>();
