@@ -183,7 +183,6 @@ function seenAnyState(actor: Actor, id: string, side: Side): boolean {
   return side.record !== undefined && side.record.id === id && canSee(actor, side.record, side.rules);
 }
 
-/** The folder rules above a path as they were in `commitId` (each folder read once per commit). */
 /** Today's folder rules of every folder above `paths`, as they are now (a copy, not the live index). */
 function rulesNow(repo: OrgRepo, paths: readonly string[]): RuleSource {
   const rules = new Map<string, FolderRule | undefined>();
@@ -191,6 +190,7 @@ function rulesNow(repo: OrgRepo, paths: readonly string[]): RuleSource {
   return { folderRule: (folder) => rules.get(folder) };
 }
 
+/** The folder rules above a path as they were in `commitId` (each folder read once per commit). */
 function ruleReader(repo: OrgRepo, commitId: string): (path: string) => Promise<RuleSource> {
   const rules = new Map<string, FolderRule | undefined>();
   return async (path) => {

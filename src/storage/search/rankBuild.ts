@@ -1,5 +1,5 @@
 import type { Logger } from '../../common/log.js';
-import type { RankIndex } from './rankIndex.js';
+import type { RankIndex, SliceStep } from './rankIndex.js';
 import type { ReadGate } from './readGate.js';
 import type { SearchDb } from './searchDb.js';
 
@@ -54,12 +54,12 @@ export async function buildRankIndex(args: {
 const SLICE_MS = 5;
 
 /**
- * Runs `step` in slices of about SLICE_MS (it stops when `until()` says so, and returns true once all is done),
- * never while a staged transaction is open, the event loop running before each slice: the server serves
- * meanwhile, and the caller (a commit that starts a compaction, say) returns before any of the work is done.
+ * Runs `step` in slices of about SLICE_MS, never while a staged transaction is open, the event loop running before
+ * each slice: the server serves meanwhile, and the caller (a commit that starts a compaction, say) returns before any
+ * of the work is done.
  * Returns false when stopped (`stopped` became true) before the work was done.
  */
-export async function inSlices(args: { gate: ReadGate; stopped: () => boolean }, step: (until: () => boolean) => boolean): Promise<boolean> {
+export async function inSlices(args: { gate: ReadGate; stopped: () => boolean }, step: SliceStep): Promise<boolean> {
   for (;;) {
     await new Promise<void>((resolve) => setImmediate(resolve));
     while (args.gate.closed) await args.gate.idle();

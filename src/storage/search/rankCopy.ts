@@ -1,6 +1,6 @@
 import type { Logger } from '../../common/log.js';
 import { inSlices, RankLoad } from './rankBuild.js';
-import { RankIndex } from './rankIndex.js';
+import { RankIndex, type SliceStep, type SliceWork } from './rankIndex.js';
 import type { ReadGate } from './readGate.js';
 import type { SearchDb } from './searchDb.js';
 
@@ -52,11 +52,11 @@ export class RankCopy {
    * updates as there are items; and the top documents queries found due, which a query made itself before (up to
    * 15 ms for the longest lists).
    */
-  private inSlices(step: (until: () => boolean) => boolean, what: 'compaction' | 'top documents'): void {
+  private inSlices(step: SliceStep, what: SliceWork): void {
     const { gate, stopped, logger, orgId } = this.deps;
     const started = performance.now();
     let slices = 0;
-    const counted = (until: () => boolean): boolean => {
+    const counted: SliceStep = (until) => {
       slices++;
       return step(until);
     };

@@ -4,8 +4,6 @@ import { DEAD, TermLists, type DocColumns } from './termLists.js';
 import type { TopDocs } from './topDocs.js';
 import { indexedText, tokenize } from './unicode61.js';
 
-export { DEAD } from './termLists.js';
-
 /**
  * Dead postings (of replaced or removed items) from which, and once they outnumber the live ones, every list is
  * written again without them: each update of a 2 KB item leaves ~200 behind (~500 bytes). 1.3–2.1 s of CPU at
@@ -21,7 +19,11 @@ type Undo = () => void;
  * compaction, or top documents that queries found due. SearchIndex runs them in slices between which the server
  * serves (rankCopy.ts); without a runner, a compaction runs at once, to the end, and queries make top documents.
  */
-export type SliceRunner = (step: (until: () => boolean) => boolean, what: 'compaction' | 'top documents') => void;
+export type SliceRunner = (step: SliceStep, what: SliceWork) => void;
+
+/** Work done in steps: it stops when `until()` says so, and returns true once all of it is done. */
+export type SliceStep = (until: () => boolean) => boolean;
+export type SliceWork = 'compaction' | 'top documents';
 
 /** Told of each transaction of the SQLite file, to keep a copy of its rows in step (SearchDb.follow). */
 export interface TransactionFollower {
@@ -44,7 +46,7 @@ export interface TransactionFollower {
  */
 export class RankIndex implements TransactionFollower {
   private readonly compactAt: number | undefined;
-  private readonly runCompaction: (step: (until: () => boolean) => boolean) => void;
+  private readonly runCompaction: (step: SliceStep) => void;
   private readonly lists: TermLists;
 
   /**

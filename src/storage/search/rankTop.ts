@@ -1,5 +1,6 @@
 import { B, K1, MARGIN, weightOf } from './bm25.js';
-import { DEAD, type RankIndex } from './rankIndex.js';
+import type { RankIndex } from './rankIndex.js';
+import { DEAD } from './termLists.js';
 import { inRanges, rowScore, type Scoring } from './rowScore.js';
 import type { TermCursor } from './termCursor.js';
 import type { TopDocs } from './topDocs.js';
