@@ -26,7 +26,8 @@ const INTERNAL = { status: 500, message: 'Internal server error', fault: true } 
 
 /**
  * A body refused for its size is usually refused before it is read (its Content-Length says
- * enough): closing the connection spares reading, only to discard, what the client still sends.
+ * enough): closing the connection spares reading, only to discard, what the client still sends,
+ * beyond a short linger that lets the answer reach it (lingeringClose.ts).
  */
 const CLOSE = { Connection: 'close' } as const;
 

@@ -3,6 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { errnoCode } from '../common/errors.js';
 import { standardHeaders } from './headers.js';
 import { PortInUse } from './httpErrors.js';
+import { isLingering } from './lingeringClose.js';
 
 export interface Listening {
   url: string;
@@ -30,7 +31,9 @@ export async function listen(args: { handler: http.RequestListener; host: string
       // Node would answer a request without Host with a bare 400 of its own; the app answers everything.
       requireHostHeader: false,
     },
-    args.handler,
+    // A request that follows a refused body on its connection is not served: the refusal said the connection
+    // closes, and it is closing (lingeringClose.ts). Its body is dropped with the rest.
+    (req, res) => (isLingering(req.socket) ? void req.resume() : args.handler(req, res)),
   );
   // Node answers an Expect other than 100-continue itself (bare 417) unless asked: give it the envelope.
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {

@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import type { Logger } from '../../common/log.js';
 import { BODY_INCOMPLETE, toErrorResponse } from '../errorTable.js';
 import { RouteNotFound } from '../httpErrors.js';
+import { closeInStages } from '../lingeringClose.js';
 import { MCP_PATH } from '../mcp/endpoint.js';
 import type { AppState } from '../state.js';
 
@@ -34,6 +35,8 @@ export function errorEnvelope(logger: Logger): Middleware<AppState> {
       }
       ctx.status = response.status;
       for (const [name, value] of Object.entries(response.headers ?? {})) ctx.set(name, value);
+      // A body refused before it was read whole: the answer must reach the client before the connection goes.
+      if (response.headers?.Connection === 'close') closeInStages(ctx.req);
       if (ctx.path === MCP_PATH) {
         // An MCP client reads a JSON-RPC error; the request's own id is not known before its body is read.
         ctx.body = { jsonrpc: '2.0', error: { code: JSON_RPC_SERVER_ERROR, message: response.message }, id: null };
