@@ -31,6 +31,10 @@ export interface Config {
   rateLimitAuthFailuresBurst: number;
   /** Keep a full-text index per organization and answer GET /search (off: no index file, /search answers 404). */
   search: boolean;
+  /** Milliseconds of search a key may use per minute, sustained (0 turns the limit off; see http/searchTime.ts). */
+  searchMsPerKey: number;
+  /** How many of them one key may use at once. */
+  searchMsPerKeyBurst: number;
   /** Browser origins, besides the server's own, allowed to call POST /mcp (a page of any other origin gets 403). */
   allowedOrigins: string[];
   /**
@@ -94,6 +98,10 @@ export const DEFAULTS = {
   rateLimitAuthFailures: 20,
   rateLimitAuthFailuresBurst: 40,
   search: true,
+  // Half of the one event loop's time, sustained, with half a minute of it at once: a key searching back to back
+  // at full speed leaves the server the other half; an agent that searches between other work never meets it.
+  searchMsPerKey: 30_000,
+  searchMsPerKeyBurst: 30_000,
   allowedOrigins: [] as string[],
   trustProxy: 0,
   metrics: 'local',
@@ -128,6 +136,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     DEFAULTS.rateLimitAuthFailures,
     DEFAULTS.rateLimitAuthFailuresBurst,
   );
+  const searchMsPerKey = perMinute(undefined, 'KNOWLEDGE_SEARCH_MS_PER_KEY', DEFAULTS.searchMsPerKey);
+  const searchMsPerKeyBurst = burst(undefined, 'KNOWLEDGE_SEARCH_MS_PER_KEY_BURST', searchMsPerKey, DEFAULTS.searchMsPerKey, DEFAULTS.searchMsPerKeyBurst);
   const searchSetting = pick(overrides.search, 'KNOWLEDGE_SEARCH') ?? (DEFAULTS.search ? 'on' : 'off');
   if (searchSetting !== 'on' && searchSetting !== 'off') throw new ConfigError(`KNOWLEDGE_SEARCH must be on or off (got "${searchSetting}")`);
   const allowedOrigins = origins(pick(overrides.allowedOrigins, 'KNOWLEDGE_ALLOWED_ORIGINS'));
@@ -165,6 +175,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     logLevel,
     autoRepackObjects,
     search: searchSetting === 'on',
+    searchMsPerKey,
+    searchMsPerKeyBurst,
     allowedOrigins,
     rateLimitPerKey,
     rateLimitPerKeyBurst,

@@ -45,7 +45,7 @@ export async function searchItems(args: {
   prefix?: string;
   limit?: number;
   cursor?: string;
-}): Promise<{ results: SearchResult[]; nextCursor: string | null }> {
+}): Promise<{ results: SearchResult[]; nextCursor: string | null; ms: number }> {
   const { repo, actor } = args;
   requireRole(actor, 'knowledge:read');
   const terms = parseSearchQuery(args.q);
@@ -60,12 +60,14 @@ export async function searchItems(args: {
   // One more than asked for: whether it exists says whether there is a next page.
   // The key's scopes narrow the prefix inside the query, as the read ranks do: never filtered after paging.
   const prefixes = scopedPrefixes(actor, prefix);
-  const hits = await index.search({ terms, needs: readableNeeds(actor.role), prefixes, limit: take + 1, offset, snippets: take });
+  const { hits, ms } = await index.search({ terms, needs: readableNeeds(actor.role), prefixes, limit: take + 1, offset, snippets: take });
   const page = hits.slice(0, take);
   const more = hits.length > take && offset + take < MAX_SEARCH_DEPTH;
   return {
     results: page.map((h) => ({ record: h.entry.record, score: h.score, snippet: h.snippet })),
     nextCursor: more ? encodeSearchCursor(offset + take) : null,
+    // What the index's query took: a key's search time is charged by it (http/searchTime.ts).
+    ms,
   };
 }
 

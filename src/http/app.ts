@@ -41,6 +41,7 @@ import { commitRoutes } from './routes/commits.js';
 import { moveRoutes } from './routes/moves.js';
 import { revertRoutes } from './routes/revert.js';
 import { trashRoutes } from './routes/trash.js';
+import { SearchTime } from './searchTime.js';
 import type { AppState } from './state.js';
 import type { FileDownloadSettings } from './fileDownloads.js';
 
@@ -55,6 +56,9 @@ export interface HttpSettings {
   rateLimitPerKeyBurst: number;
   rateLimitAuthFailures: number;
   rateLimitAuthFailuresBurst: number;
+  /** Milliseconds of search per key per minute (0: no limit), and at once. */
+  searchMsPerKey: number;
+  searchMsPerKeyBurst: number;
   /** Browser origins, besides the server's own, that may call the MCP endpoint. */
   allowedOrigins: readonly string[];
   /** Reverse proxies in front (0: none): the client address comes from X-Forwarded-For when set. */
@@ -130,7 +134,16 @@ export function createApp(deps: AppDeps, shared: SharedParts = sharedParts(deps)
   const failedAuth = limitFailedAuthentication({ perMinute: config.rateLimitAuthFailures, burst: config.rateLimitAuthFailuresBurst });
   const perKey = limitPerKey(shared.perKey);
   const metrics = deps.metrics ?? silentMetrics;
-  const routeDeps: RouteDeps = { ...deps, metrics, clock: deps.clock ?? systemClock, maxContentBytes: config.maxContentBytes, maxFileBytes: config.maxFileBytes, fileDownloads: config.fileDownloads };
+  const searchTime = new SearchTime({ msPerMinute: config.searchMsPerKey, burstMs: config.searchMsPerKeyBurst });
+  const routeDeps: RouteDeps = {
+    ...deps,
+    metrics,
+    clock: deps.clock ?? systemClock,
+    maxContentBytes: config.maxContentBytes,
+    maxFileBytes: config.maxFileBytes,
+    fileDownloads: config.fileDownloads,
+    searchTime,
+  };
   const auth = requireApiKey({ ...routeDeps, hashes: shared.hashes });
   // Failures are counted per address (past its allowance an address's failures are 429, its valid keys still
   // served); a good key then spends its own quota.

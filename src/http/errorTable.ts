@@ -94,6 +94,13 @@ const TABLE: Record<ErrorCode, Row> = {
     message: `Too many event streams: at most ${String(err.data.limit)} per ${String(err.data.scope)}; close one first`,
     headers: { 'Retry-After': '5' },
   }),
+  // Only searches are refused: the key's reads and writes go on, under its request quota (whose RateLimit fields
+  // the answer keeps). The quota here is milliseconds of search, which those fields would misname.
+  // The message says when, for an MCP client, which sees no header.
+  SEARCH_TIME_SPENT: (err) => {
+    const wait = String((err.data.quota as RateQuota).retryAfterSeconds);
+    return { status: 429, message: `Too much searching: this key has used its search time for now; try again in ${wait} s`, headers: { 'Retry-After': wait } };
+  },
   WEBHOOK_NOT_FOUND: () => ({ status: 404, message: 'Webhook not found' }),
   LOCK_TIMEOUT: () => ({ status: 503, message: 'The store is busy; try again', headers: { 'Retry-After': '1' } }),
   REF_CONFLICT: () => ({ status: 503, message: 'The repository changed during the request; try again', headers: { 'Retry-After': '1' } }),

@@ -101,6 +101,13 @@ export class PortInUse extends KnowledgeError<{ host: string; port: number }> {
   }
 }
 
+/** A key's searches past its share of the server's time (KNOWLEDGE_SEARCH_MS_PER_KEY): its other requests still go. */
+export class SearchTimeSpent extends KnowledgeError<{ quota: RateQuota }> {
+  constructor(data: { quota: RateQuota }) {
+    super('SEARCH_TIME_SPENT', 'search time per key exceeded', data);
+  }
+}
+
 /** Past the number of event streams one key or one organization may hold open at once (see EventStreams). */
 export class TooManyStreams extends KnowledgeError<{ scope: 'key' | 'organization'; limit: number }> {
   constructor(data: { scope: 'key' | 'organization'; limit: number }) {

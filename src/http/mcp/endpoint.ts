@@ -36,7 +36,7 @@ export function checkOrigin(allowed: readonly string[]): Middleware<AppState> {
  * GET (a server-to-client stream) and DELETE (ending a session) mean nothing without sessions: the
  * app's 405 answers them, with `Allow: POST`.
  */
-export function mcpRoutes(deps: Pick<RouteDeps, 'maxContentBytes' | 'clock' | 'logger'> & { version: string }): Router<AppState> {
+export function mcpRoutes(deps: Pick<RouteDeps, 'maxContentBytes' | 'clock' | 'logger' | 'searchTime'> & { version: string }): Router<AppState> {
   const router = new Router<AppState>();
   // As for a PUT: the largest content plus room for the rest of the message and JSON escaping.
   const limit = deps.maxContentBytes + 64 * 1024;
@@ -57,7 +57,7 @@ export function mcpRoutes(deps: Pick<RouteDeps, 'maxContentBytes' | 'clock' | 'l
       return;
     }
     const { actor, repo, requestId } = ctx.state;
-    const server = mcpServer({ actor, repo, maxContentBytes: deps.maxContentBytes, clock: deps.clock, logger: deps.logger, requestId, version: deps.version });
+    const server = mcpServer({ actor, repo, maxContentBytes: deps.maxContentBytes, clock: deps.clock, searchTime: deps.searchTime, logger: deps.logger, requestId, version: deps.version });
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     try {

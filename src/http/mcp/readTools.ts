@@ -29,8 +29,10 @@ export const search = tool<{ query: string; prefix?: string; limit?: number; cur
     ['query'],
   ),
   annotations: { title: 'Search the knowledge store', ...READ_ONLY },
-  run: async (args, { actor, repo }) => {
-    const { results, nextCursor } = await searchItems({ repo, actor, q: args.query, prefix: args.prefix, limit: args.limit, cursor: args.cursor });
+  run: async (args, { actor, repo, searchTime }) => {
+    const { results, nextCursor } = await searchTime.spend(actor.keyId, () =>
+      searchItems({ repo, actor, q: args.query, prefix: args.prefix, limit: args.limit, cursor: args.cursor }),
+    );
     return {
       results: results.map((r) => {
         const { path, score, snippet, item } = presentSearchResult(actor.orgId, r);

@@ -1,3 +1,4 @@
+import type { SearchTime } from '../searchTime.js';
 import type { Clock } from '../../common/clock.js';
 import type { Actor } from '../../domain/keys.js';
 import type { OrgRepo } from '../../storage/repo/orgRepo.js';
@@ -9,6 +10,8 @@ export interface ToolContext {
   repo: OrgRepo;
   maxContentBytes: number;
   clock: Clock;
+  /** Each key's search time, shared with GET /search. */
+  searchTime: SearchTime;
 }
 
 /** MCP's tool annotations: hints a client uses to decide what to ask its user before calling. */

@@ -52,6 +52,32 @@ export class TokenBuckets {
 
   /** Spends one token when there is one; says whether there was, and what is left. */
   take(name: string): { allowed: boolean; quota: RateQuota } {
+    const bucket = this.touch(name);
+    const allowed = bucket.tokens >= 1;
+    if (allowed) bucket.tokens -= 1;
+    return { allowed, quota: this.quota(bucket.tokens) };
+  }
+
+  /**
+   * For a cost known only afterwards (search time): whether `name` has anything left, nothing spent yet.
+   * `spend` then charges what it cost.
+   */
+  admit(name: string): { allowed: boolean; quota: RateQuota } {
+    const bucket = this.touch(name);
+    return { allowed: bucket.tokens > 0, quota: this.quota(bucket.tokens) };
+  }
+
+  /**
+   * Charges `amount`, which may take the bucket below empty: the debt is paid back by waiting. It stops at one
+   * burst's worth, so that requests admitted together and charged after cannot lock a name out for longer.
+   */
+  spend(name: string, amount: number): void {
+    const bucket = this.touch(name);
+    bucket.tokens = Math.max(-this.policy.burst, bucket.tokens - amount);
+  }
+
+  /** `name`'s bucket brought up to date and made the most recently used (a full one for a new name). */
+  private touch(name: string): Bucket {
     const now = this.now();
     this.sweep(now);
     let bucket = this.buckets.get(name);
@@ -63,10 +89,8 @@ export class TokenBuckets {
       if (this.buckets.size >= this.maxBuckets) this.dropIdlest();
     }
     bucket.at = now;
-    const allowed = bucket.tokens >= 1;
-    if (allowed) bucket.tokens -= 1;
     this.buckets.set(name, bucket);
-    return { allowed, quota: this.quota(bucket.tokens) };
+    return bucket;
   }
 
   private refill(bucket: Bucket, now: number): number {

@@ -252,7 +252,7 @@ export const knowledgeOperations: readonly OperationSpec[] = [
     permission: 'knowledge:read',
     query: q.searchQuery,
     success: { status: 200, description: 'Results, best first, a page at a time', json: successEnvelope(data.search) },
-    errors: [...KEY_ERRORS, 'INVALID_INPUT', 'INVALID_PATH', 'FORBIDDEN', 'SEARCH_OFF'],
+    errors: [...KEY_ERRORS, 'INVALID_INPUT', 'INVALID_PATH', 'FORBIDDEN', 'SEARCH_OFF', 'SEARCH_TIME_SPENT'],
   },
   {
     method: 'get',

@@ -1,3 +1,4 @@
+import type { SearchTime } from '../searchTime.js';
 import bodyParser from 'koa-bodyparser';
 import type { FileDownloadSettings } from '../fileDownloads.js';
 import type { Middleware, ParameterizedContext } from 'koa';
@@ -30,6 +31,8 @@ export interface RouteDeps {
   fileDownloads: FileDownloadSettings;
   /** Gets the text out of uploaded files (off the event loop). */
   extractor: TextExtractor;
+  /** Each key's search time (GET /search and the MCP tool draw on it). */
+  searchTime: SearchTime;
   /** Where the built dashboard lives. */
   dashboardDir?: string;
 }

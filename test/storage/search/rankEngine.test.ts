@@ -90,7 +90,7 @@ describe('storage/search: the in-memory ranking engine equals FTS5', function ()
             const offset = rnd() < 0.3 ? Math.floor(rnd() * 20) : 0;
             const ask = async (useRank: boolean) => {
               index.useRank = useRank;
-              const hits = await index.search({ terms: { include, exclude }, needs, prefixes, limit, offset });
+              const { hits } = await index.search({ terms: { include, exclude }, needs, prefixes, limit, offset });
               return hits.map((h) => ({ path: h.entry.record.path, score: h.score, snippet: h.snippet }));
             };
             const fts = await ask(false);

@@ -309,7 +309,7 @@ describe('storage/search: the index beside the repository', function () {
     for (const useRank of [true, false]) {
       index.useRank = useRank;
       for (const terms of [{ include: [{ text: 'plum', prefix: false }], exclude: [] }, { include: [{ text: 'plu', prefix: true }], exclude: [] }]) {
-        const hits = await index.search({ terms, needs: [0, 1, 2, 3], limit: 3, offset: 0, snippets: 2 });
+        const { hits } = await index.search({ terms, needs: [0, 1, 2, 3], limit: 3, offset: 0, snippets: 2 });
         expect(hits.map((h) => h.snippet.includes('«plum»')), JSON.stringify({ useRank, terms })).to.deep.equal([true, true, false]);
         expect(hits[2]?.snippet).to.equal('');
       }

@@ -1,0 +1,137 @@
+import { expect } from 'chai';
+import { ConfigError, DEFAULTS, loadConfig } from '../../src/app/config.js';
+import { isKnowledgeError } from '../../src/common/errors.js';
+import { TokenBuckets } from '../../src/http/middleware/rateLimit.js';
+import { SearchTime } from '../../src/http/searchTime.js';
+import { api, startTestServer, type TestServer } from '../support/server.js';
+import { LIST, put } from './helpers.js';
+
+/**
+ * Search time per key (README, Search: "What a query costs"): a key's searches draw on a bucket of milliseconds,
+ * charged what each took; past it its searches are 429 until the bucket refills, its other requests untouched.
+ */
+
+const clock = (): { now: () => number; advance: (ms: number) => void } => {
+  let t = 0;
+  return { now: () => t, advance: (ms) => void (t += ms) };
+};
+
+describe('search time: buckets charged after the fact (unit)', () => {
+  it('admit spends nothing; spend may go below empty, down to one burst of debt, which refills', () => {
+    const c = clock();
+    // 60 ms a minute: 1 ms a second.
+    const buckets = new TokenBuckets({ perMinute: 60, burst: 10 }, { now: c.now });
+    expect(buckets.admit('k').allowed).to.equal(true);
+    expect(buckets.admit('k').quota.remaining).to.equal(10);
+    buckets.spend('k', 4);
+    expect(buckets.admit('k').quota.remaining).to.equal(6);
+    buckets.spend('k', 8);
+    const refused = buckets.admit('k');
+    expect(refused.allowed).to.equal(false);
+    // 2 ms in debt: one second a millisecond, and the first back.
+    expect(refused.quota.retryAfterSeconds).to.equal(3);
+    buckets.spend('k', 1_000);
+    expect(buckets.admit('k').quota.retryAfterSeconds, 'the debt stops at one burst').to.equal(11);
+    c.advance(10_500);
+    expect(buckets.admit('k').allowed).to.equal(true);
+  });
+
+  it('SearchTime: a search is let in while the key has time left, charged its ms; a failed one costs nothing; keys apart', async () => {
+    const c = clock();
+    const time = new SearchTime({ msPerMinute: 60, burstMs: 5 }, { now: c.now });
+    const runs: string[] = [];
+    const search = (who: string, ms: number) => time.spend(who, () => Promise.resolve((runs.push(who), { ms })));
+    await search('a', 3);
+    await search('a', 3); // admitted with 2 left, charged 3: 1 ms in debt
+    const refused = await search('a', 1).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(isKnowledgeError(refused) && refused.code).to.equal('SEARCH_TIME_SPENT');
+    expect(runs, 'the refused search never ran').to.deep.equal(['a', 'a']);
+    await search('b', 1);
+    const failing = time.spend('b', () => Promise.reject(new Error('bad query')));
+    await failing.catch(() => undefined);
+    expect(runs).to.deep.equal(['a', 'a', 'b']);
+    c.advance(2_500);
+    await search('a', 1);
+    expect(runs.at(-1)).to.equal('a');
+  });
+
+  it('off (0 ms a minute): never refuses', async () => {
+    const time = new SearchTime({ msPerMinute: 0, burstMs: 1 });
+    for (let i = 0; i < 100; i++) await time.spend('k', () => Promise.resolve({ ms: 1_000 }));
+  });
+
+  it('configuration: 30 s a minute per key by default, half a minute at once; from the environment; 0 is off', () => {
+    expect(loadConfig({})).to.deep.include({ searchMsPerKey: 30_000, searchMsPerKeyBurst: 30_000 });
+    expect(DEFAULTS.searchMsPerKey).to.equal(30_000);
+    expect(loadConfig({ KNOWLEDGE_SEARCH_MS_PER_KEY: '6000' })).to.deep.include({ searchMsPerKey: 6_000, searchMsPerKeyBurst: 6_000 });
+    expect(loadConfig({ KNOWLEDGE_SEARCH_MS_PER_KEY: '6000', KNOWLEDGE_SEARCH_MS_PER_KEY_BURST: '500' })).to.deep.include({ searchMsPerKey: 6_000, searchMsPerKeyBurst: 500 });
+    expect(loadConfig({ KNOWLEDGE_SEARCH_MS_PER_KEY: '0' }).searchMsPerKey).to.equal(0);
+    for (const env of [{ KNOWLEDGE_SEARCH_MS_PER_KEY: '-5' }, { KNOWLEDGE_SEARCH_MS_PER_KEY: 'much' }, { KNOWLEDGE_SEARCH_MS_PER_KEY_BURST: '0' }]) {
+      expect(() => loadConfig(env), JSON.stringify(env)).to.throw(ConfigError, /KNOWLEDGE_SEARCH_MS_PER_KEY/);
+    }
+  });
+});
+
+describe('search time per key (HTTP and MCP)', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let other: string;
+  const SEARCH = '/api/v1/knowledge/search';
+
+  before(async () => {
+    // 6 ms a minute (a millisecond every 10 s), 1 ms at once: a few searches spend it, and it stays spent for
+    // 10 to 20 s, long past the next test however slow the machine.
+    server = await startTestServer({ config: { searchMsPerKey: 6, searchMsPerKeyBurst: 1 } });
+    other = await server.key('reader');
+    for (let i = 0; i < 40; i++) {
+      const words = Array.from({ length: 200 }, (_, k) => (k % 7 === i % 7 ? 'plum' : `word${(i * 31 + k) % 97}`)).join(' ');
+      expect((await put(server, server.adminKey, `fruit/n${i}.md`, { content: `Notes ${i}. ${words}` })).status).to.equal(200);
+    }
+  });
+  after(() => server?.close());
+
+  it("past the key's search time: 429 with Retry-After and a message saying when; its other requests and other keys go on", async () => {
+    let refused: Awaited<ReturnType<typeof api>> | undefined;
+    let served = 0;
+    for (let i = 0; i < 500 && !refused; i++) {
+      const res = await api(`${server.url}${SEARCH}?q=plum+word${i % 97}&limit=20`, { key: server.adminKey });
+      if (res.status === 429) refused = res;
+      else {
+        expect(res.status, JSON.stringify(res.body)).to.equal(200);
+        served++;
+      }
+    }
+    expect(refused, 'refused within 500 searches').to.not.equal(undefined);
+    expect(served, 'the first search is always let in').to.be.at.least(1);
+    const res = refused as Awaited<ReturnType<typeof api>>;
+    const retryAfter = Number(res.headers.get('Retry-After'));
+    expect(retryAfter, `Retry-After ${res.headers.get('Retry-After')}`).to.be.within(10, 20);
+    expect(res.body).to.deep.equal({ success: false, error: `Too much searching: this key has used its search time for now; try again in ${retryAfter} s` });
+    // The request quota's fields stay what they are: they count requests, not milliseconds.
+    expect(res.headers.get('RateLimit-Limit')).to.equal('6000');
+    expect((await api(`${server.url}${LIST}`, { key: server.adminKey })).status, 'a list by the same key').to.equal(200);
+    expect((await api(`${server.url}${SEARCH}?q=plum`, { key: other })).status, 'a search by another key').to.equal(200);
+  });
+
+  it('the MCP search tool draws on the same time: a tool error that says when', async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { query: 'plum' } } });
+    const res = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${server.adminKey}` },
+      body,
+    });
+    expect(res.status).to.equal(200);
+    const answer = (await res.json()) as { result: { isError?: boolean; content: Array<{ text: string }> } };
+    expect(answer.result.isError).to.equal(true);
+    expect(answer.result.content[0]?.text).to.match(/^Too much searching: this key has used its search time for now; try again in \d+ s$/);
+  });
+
+  it('a query refused as bad input costs no search time', async () => {
+    const fresh = await server.key('reader');
+    for (let i = 0; i < 50; i++) expect((await api(`${server.url}${SEARCH}?q=%22open`, { key: fresh })).status).to.equal(400);
+    expect((await api(`${server.url}${SEARCH}?q=plum`, { key: fresh })).status).to.equal(200);
+  });
+});
