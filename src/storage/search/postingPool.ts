@@ -22,6 +22,12 @@ const BLOCK_SHIFT = 6;
 export const PAGE_SHIFT = 14;
 const PAGE_BLOCKS = 1 << PAGE_SHIFT;
 const HEADER = 4;
+/**
+ * Blocks the first page starts with (16 KiB): an organization of a few items holds a few KiB, where a whole page
+ * (1 MiB of blocks and 192 KiB of links and bounds, the latter all written) cost each organization searched
+ * ~280 KiB of RSS. The first page doubles up to a whole one; the pages after it come whole.
+ */
+const FIRST_PAGE_BLOCKS = 256;
 /** The most bytes one posting takes (three 5-byte varints). */
 const MAX_POSTING = 15;
 /** The most postings one block holds (60 bytes of data, at least 2 bytes a posting). */
@@ -38,7 +44,8 @@ const RATIO_SATURATED = 0xffff;
  * none), its first document, and its bounds: its largest weight (| HAS_PATH) in the low 16 bits, its smallest
  * ratio of tokens to weight (RATIO_SCALEths) in the high 16. A block's three side by side: a query walks a list's
  * blocks, which lie anywhere in the pool, and reads all three of each (one cache line, not three). One array per
- * page of blocks, allocated with it: never copied as the pool grows (a doubled array left its old copies in the RSS).
+ * page of blocks, allocated with it: never copied as the pool grows (a doubled array left its old copies in the RSS),
+ * but for the first page while it is smaller than a whole one (FIRST_PAGE_BLOCKS).
  */
 export const META_STRIDE = 3;
 export const META_NEXT = 0;
@@ -57,9 +64,11 @@ export class PostingPool {
   /** The blocks' links and bounds, per page (see META_STRIDE). */
   readonly metas: Int32Array[] = [];
 
-  /** Bytes held (whole pages and the blocks' links and bounds). */
+  /** Bytes held (the pages and the blocks' links and bounds). */
   get bytes(): number {
-    return this.pages.length * PAGE_BLOCKS * (BLOCK + 4 * META_STRIDE);
+    let held = 0;
+    for (let p = 0; p < this.pages.length; p++) held += (this.pages[p] as Uint8Array).byteLength + (this.metas[p] as Int32Array).byteLength;
+    return held;
   }
 
   /**
@@ -69,12 +78,38 @@ export class PostingPool {
   allocate(run = 1): number {
     const id = this.blocks;
     this.blocks += run;
-    while ((this.blocks - 1) >>> PAGE_SHIFT >= this.pages.length) {
-      this.pages.push(new Uint8Array(PAGE_BLOCKS * BLOCK));
-      this.metas.push(emptyMeta());
-    }
+    this.makeRoom(this.blocks - 1);
     for (let b = id + 1; b < id + run; b++) this.setMeta(b, META_NEXT, RESERVED);
     return id;
+  }
+
+  /**
+   * Pages up to the one `last` is in. The first grows by doubling (its blocks and metas copied: a few KiB while
+   * small, 1.2 MiB once at most) and is whole before a second comes; the others are allocated whole, never copied.
+   * Readers look a block's page up at each use (a cursor lives within one query, and no block is handed out
+   * during a query), so the first page's arrays may be replaced.
+   */
+  private makeRoom(last: number): void {
+    const page = last >>> PAGE_SHIFT;
+    const first = this.pages[0];
+    const firstBlocks = first ? first.length / BLOCK : 0;
+    if (firstBlocks < PAGE_BLOCKS && (page > 0 || last >= firstBlocks)) {
+      let size = Math.max(FIRST_PAGE_BLOCKS, firstBlocks * 2);
+      while (page === 0 && size <= last) size *= 2;
+      size = page > 0 ? PAGE_BLOCKS : Math.min(size, PAGE_BLOCKS);
+      const data = new Uint8Array(size * BLOCK);
+      const meta = emptyMeta(size);
+      if (first) {
+        data.set(first);
+        meta.set(this.metas[0] as Int32Array);
+      }
+      this.pages[0] = data;
+      this.metas[0] = meta;
+    }
+    while (page >= this.pages.length) {
+      this.pages.push(new Uint8Array(PAGE_BLOCKS * BLOCK));
+      this.metas.push(emptyMeta(PAGE_BLOCKS));
+    }
   }
 
   /** The block after `block` in its list (0: none). */
@@ -204,9 +239,9 @@ export function metaSlot(block: number): number {
   return (block & (PAGE_BLOCKS - 1)) * META_STRIDE;
 }
 
-/** A page's links and bounds, each block's bounds empty. */
-function emptyMeta(): Int32Array {
-  const meta = new Int32Array(PAGE_BLOCKS * META_STRIDE);
+/** The links and bounds of a page of `blocks` blocks, each block's bounds empty. */
+function emptyMeta(blocks: number): Int32Array {
+  const meta = new Int32Array(blocks * META_STRIDE);
   for (let at = META_BOUNDS; at < meta.length; at += META_STRIDE) meta[at] = EMPTY_BOUNDS;
   return meta;
 }

@@ -63,10 +63,11 @@ export class RankIndex implements TransactionFollower {
   }
 
   private paths: string[] = [];
-  private needs = new Uint8Array(1024);
-  private lengths = new Uint32Array(1024);
-  private rowids = new Int32Array(1024);
-  private postingCounts = new Uint32Array(1024);
+  // Per document; doubled as documents come, from a size that fits a small organization (see TermLists).
+  private needs = new Uint8Array(64);
+  private lengths = new Uint32Array(64);
+  private rowids = new Int32Array(64);
+  private postingCounts = new Uint32Array(64);
   private readonly byPath = new Map<string, number>();
   private docs = 0;
 

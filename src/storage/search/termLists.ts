@@ -35,12 +35,15 @@ interface Compaction {
 export class TermLists {
   private pool = new PostingPool();
   private readonly ids = new Map<string, number>();
-  /** Per term: its first block, and where its last posting ends; the last document it holds. */
-  private head = new Int32Array(1024);
-  private tail = new Float64Array(1024);
-  private lastDoc = new Int32Array(1024);
+  /**
+   * Per term: its first block, and where its last posting ends; the last document it holds. The arrays double
+   * as terms come, from a size a small organization's few terms fit (every organization searched keeps one).
+   */
+  private head = new Int32Array(64);
+  private tail = new Float64Array(64);
+  private lastDoc = new Int32Array(64);
   /** Postings written, dead ones included (the room a decode needs). */
-  private postings = new Int32Array(1024);
+  private postings = new Int32Array(64);
   /** Live postings of the terms queried since the last change, counted when dead ones exist (`liveCount`). */
   private readonly liveCounts = new Map<number, number>();
   /** Room for one block's postings, where `liveCount` decodes them. */

@@ -1,0 +1,105 @@
+/**
+ * What each organization a server has opened costs it in memory. An organization, once opened, stays open for
+ * the life of the process, so a server hosting many small ones holds all of them: this prints the server's
+ * VmRSS (after a full GC) as it opens, writes to and searches one small organization after another.
+ *
+ *   npm run build && npx tsx test/bench/orgMemory.ts [--orgs 200] [--items 10] [--mode searched|indexed|off] [--baseline <checkout>]
+ *
+ * Each organization gets `--items` notes of ~1 KB, then (mode `searched`, the default) one search, which loads its
+ * ranking index; `indexed` keeps search on but never searches (the SQLite index only); `off` runs with
+ * KNOWLEDGE_SEARCH=off. `--baseline` runs another checkout's build (`npm run build` there) on a copy of the
+ * same organizations, after ours: before and after, side by side. The organizations are made in-process
+ * before any server starts (the CLI takes a second each).
+ */
+import { cp, mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { openAdminStore } from '../../src/app/store.js';
+import { silentLogger } from '../../src/common/log.js';
+import { createOrganization } from '../../src/domain/orgs.js';
+import { memoryOf } from './machine.js';
+import { startOurServer, type Served } from './processes.js';
+import { loadSettings, scriptOptions } from './settings.js';
+
+const options = scriptOptions();
+const ORGS = options.number('--orgs', 200);
+const ITEMS = options.number('--items', 10);
+const MODE = options.text('--mode') ?? 'searched';
+const BASELINE = options.text('--baseline');
+const EVERY = Math.max(1, Math.min(50, Math.floor(ORGS / 4)));
+if (!['searched', 'indexed', 'off'].includes(MODE)) throw new Error(`--mode must be searched, indexed or off (got ${MODE})`);
+if (!(Number.isInteger(ORGS) && ORGS > 0 && Number.isInteger(ITEMS) && ITEMS > 0)) throw new Error('--orgs and --items must be whole numbers above 0');
+
+const settings = loadSettings();
+const work = join(settings.outDir, 'work', 'orgmemory');
+const unpinned = { pinned: false, serverCpu: null, loadCpu: null, description: 'unpinned' } as const;
+
+/** ORGS organizations, each with its admin key, in a fresh data dir. */
+async function makeOrganizations(dataDir: string): Promise<Array<{ orgId: string; secret: string }>> {
+  await rm(dataDir, { recursive: true, force: true });
+  await mkdir(dataDir, { recursive: true });
+  const store = openAdminStore({ dataDir, logger: silentLogger });
+  const made: Array<{ orgId: string; secret: string }> = [];
+  for (let i = 1; i <= ORGS; i++) {
+    const { orgId, secret } = await createOrganization({ orgs: store.orgs, keys: store.keys, orgId: `org${i}` });
+    made.push({ orgId, secret });
+    if (i % 100 === 0) console.log(`  ${i} of ${ORGS} organizations made`);
+  }
+  await store.orgs.closeAll();
+  return made;
+}
+
+/** VmRSS in MiB after a full GC of the server (gcOnSignal.cjs answers SIGUSR2). */
+async function rssAfterGc(served: Served): Promise<number> {
+  process.kill(served.pid, 'SIGUSR2');
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  return (await memoryOf(served.pid))?.rssMiB ?? NaN;
+}
+
+async function measure(who: string, dataDir: string, orgs: Array<{ orgId: string; secret: string }>, cli?: string): Promise<Array<{ orgs: number; rss: number }>> {
+  const gcOnSignal = `--expose-gc --require "${new URL('./gcOnSignal.cjs', import.meta.url).pathname}"`;
+  const served = await startOurServer({ dataDir, pinning: unpinned, cli, env: { NODE_OPTIONS: gcOnSignal, LOG_LEVEL: 'warn', KNOWLEDGE_SEARCH: MODE === 'off' ? 'off' : 'on' } });
+  const points = [{ orgs: 0, rss: await rssAfterGc(served) }];
+  console.log(`${who}: ${points[0]?.rss.toFixed(0)} MiB with no organization open`);
+  try {
+    for (const [n, { orgId, secret }] of orgs.entries()) {
+      const headers = { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' };
+      for (let i = 0; i < ITEMS; i++) {
+        const body = JSON.stringify({ content: `# Note ${i} of ${orgId}\n\n${'Deploys go through staging before production. '.repeat(22)}` });
+        const res = await fetch(`${served.url}/api/v1/knowledge/items/notes/n${i}.md`, { method: 'PUT', headers, body });
+        if (res.status !== 200) throw new Error(`${who}: PUT in ${orgId} answered ${res.status}: ${await res.text()}`);
+      }
+      const read = await fetch(`${served.url}/api/v1/knowledge${MODE === 'searched' ? '/search?q=staging+production' : ''}`, { headers });
+      if (read.status !== 200) throw new Error(`${who}: ${MODE === 'searched' ? 'search' : 'list'} in ${orgId} answered ${read.status}`);
+      await read.arrayBuffer();
+      if ((n + 1) % EVERY === 0 || n + 1 === orgs.length) {
+        const rss = await rssAfterGc(served);
+        points.push({ orgs: n + 1, rss });
+        const base = points[0]?.rss ?? 0;
+        console.log(`${who}: ${n + 1} organizations: ${rss.toFixed(0)} MiB (+${((rss - base) / (n + 1)).toFixed(2)} MiB each)`);
+      }
+    }
+  } finally {
+    await served.stop();
+  }
+  return points;
+}
+
+const dataDir = join(work, 'data');
+console.log(`making ${ORGS} organizations (mode ${MODE}, ${ITEMS} items each)`);
+const orgs = await makeOrganizations(dataDir);
+const runs: Array<{ who: string; points: Array<{ orgs: number; rss: number }> }> = [];
+const theirs = BASELINE ? join(work, 'data-baseline') : undefined;
+if (theirs) {
+  await rm(theirs, { recursive: true, force: true });
+  await cp(dataDir, theirs, { recursive: true });
+}
+runs.push({ who: 'ours', points: await measure('ours', dataDir, orgs) });
+if (theirs && BASELINE) runs.push({ who: 'baseline', points: await measure('baseline', theirs, orgs, join(BASELINE, 'dist/src/cli/main.js')) });
+
+console.log(`\n| build | ${runs[0]?.points.map((p) => `${p.orgs} orgs`).join(' | ')} | MiB per organization (last point) |`);
+console.log(`|---|${runs[0]?.points.map(() => '---').join('|')}|---|`);
+for (const { who, points } of runs) {
+  const first = points[0]?.rss ?? 0;
+  const last = points[points.length - 1] ?? { orgs: 1, rss: first };
+  console.log(`| ${who} | ${points.map((p) => `${p.rss.toFixed(0)} MiB`).join(' | ')} | ${((last.rss - first) / last.orgs).toFixed(2)} |`);
+}
