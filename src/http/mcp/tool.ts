@@ -1,7 +1,7 @@
-import type { SearchTime } from '../searchTime.js';
 import type { Clock } from '../../common/clock.js';
 import type { Actor } from '../../domain/keys.js';
 import type { OrgRepo } from '../../storage/repo/orgRepo.js';
+import type { SearchTime } from '../searchTime.js';
 import { argumentChecker } from '../validation.js';
 
 /** What every tool call gets: the caller as its key made it, and the settings the routes use. */

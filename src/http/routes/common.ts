@@ -1,6 +1,6 @@
-import type { SearchTime } from '../searchTime.js';
 import bodyParser from 'koa-bodyparser';
 import type { FileDownloadSettings } from '../fileDownloads.js';
+import type { SearchTime } from '../searchTime.js';
 import type { Middleware, ParameterizedContext } from 'koa';
 import { requireRole } from '../../domain/access.js';
 import { InvalidPath } from '../../domain/errors.js';
