@@ -80,23 +80,38 @@ describe('search time per key (HTTP and MCP)', function () {
   let server: TestServer;
   let other: string;
   const SEARCH = '/api/v1/knowledge/search';
+  const mcpSearch = async (key: string): Promise<{ isError?: boolean; content: Array<{ text: string }> }> => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { query: 'plum' } } });
+    const res = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${key}` },
+      body,
+    });
+    expect(res.status).to.equal(200);
+    return ((await res.json()) as { result: { isError?: boolean; content: Array<{ text: string }> } }).result;
+  };
 
   before(async () => {
-    // 6 ms a minute (a millisecond every 10 s), 1 ms at once: a few searches spend it, and it stays spent for
-    // 10 to 20 s, long past the next test however slow the machine.
-    server = await startTestServer({ config: { searchMsPerKey: 6, searchMsPerKeyBurst: 1 } });
+    // 6 ms a minute (a millisecond every 10 s), 20 ms at once: tens of searches spend it, and it stays spent.
+    // A spent key's bucket is just below empty, by less than its last search cost: it refills past empty within
+    // milliseconds at most, so the tests below allow for one more search let in, never for a fresh bucket.
+    server = await startTestServer({ config: { searchMsPerKey: 6, searchMsPerKeyBurst: 20 } });
     other = await server.key('reader');
     for (let i = 0; i < 40; i++) {
       const words = Array.from({ length: 200 }, (_, k) => (k % 7 === i % 7 ? 'plum' : `word${(i * 31 + k) % 97}`)).join(' ');
       expect((await put(server, server.adminKey, `fruit/n${i}.md`, { content: `Notes ${i}. ${words}` })).status).to.equal(200);
     }
+    // The first searches of a server compile its statements and load the ranking index (one took over 20 ms):
+    // a key of their own takes them, so that the keys below pay what a search costs once warm.
+    const warm = await server.key('reader');
+    for (let i = 0; i < 5; i++) await api(`${server.url}${SEARCH}?q=plum+word${i}`, { key: warm });
   });
   after(() => server?.close());
 
   it("past the key's search time: 429 with Retry-After and a message saying when; its other requests and other keys go on", async () => {
     let refused: Awaited<ReturnType<typeof api>> | undefined;
     let served = 0;
-    for (let i = 0; i < 500 && !refused; i++) {
+    for (let i = 0; i < 5_000 && !refused; i++) {
       const res = await api(`${server.url}${SEARCH}?q=plum+word${i % 97}&limit=20`, { key: server.adminKey });
       if (res.status === 429) refused = res;
       else {
@@ -104,11 +119,13 @@ describe('search time per key (HTTP and MCP)', function () {
         served++;
       }
     }
-    expect(refused, 'refused within 500 searches').to.not.equal(undefined);
-    expect(served, 'the first search is always let in').to.be.at.least(1);
+    expect(refused, 'refused within 5,000 searches').to.not.equal(undefined);
+    // A fresh bucket lets the first in whatever it costs (on a loaded machine one search may take the 20 ms).
+    expect(served, 'the first search is let in').to.be.at.least(1);
     const res = refused as Awaited<ReturnType<typeof api>>;
     const retryAfter = Number(res.headers.get('Retry-After'));
-    expect(retryAfter, `Retry-After ${res.headers.get('Retry-After')}`).to.be.within(10, 20);
+    // A millisecond back takes 10 s at this rate.
+    expect(retryAfter, `Retry-After ${res.headers.get('Retry-After')}`).to.be.at.least(10);
     expect(res.body).to.deep.equal({ success: false, error: `Too much searching: this key has used its search time for now; try again in ${retryAfter} s` });
     // The request quota's fields stay what they are: they count requests, not milliseconds.
     expect(res.headers.get('RateLimit-Limit')).to.equal('6000');
@@ -117,21 +134,22 @@ describe('search time per key (HTTP and MCP)', function () {
   });
 
   it('the MCP search tool draws on the same time: a tool error that says when', async () => {
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search', arguments: { query: 'plum' } } });
-    const res = await fetch(`${server.url}/mcp`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${server.adminKey}` },
-      body,
-    });
-    expect(res.status).to.equal(200);
-    const answer = (await res.json()) as { result: { isError?: boolean; content: Array<{ text: string }> } };
-    expect(answer.result.isError).to.equal(true);
-    expect(answer.result.content[0]?.text).to.match(/^Too much searching: this key has used its search time for now; try again in \d+ s$/);
+    // The key spent its time over REST: the tool is refused at once (or after the one search a refill lets in),
+    // where a bucket of its own would take tens of calls.
+    let refusal: { isError?: boolean; content: Array<{ text: string }> } | undefined;
+    for (let i = 0; i < 3 && !refusal; i++) {
+      const result = await mcpSearch(server.adminKey);
+      if (result.isError) refusal = result;
+    }
+    expect(refusal, 'refused within 3 calls').to.not.equal(undefined);
+    expect(refusal?.content[0]?.text).to.match(/^Too much searching: this key has used its search time for now; try again in \d+ s$/);
   });
 
   it('a query refused as bad input costs no search time', async () => {
+    // The rule is the unit test's (a failed search is charged nothing); end to end, 400 refusals leave the key's
+    // search time whole.
     const fresh = await server.key('reader');
-    for (let i = 0; i < 50; i++) expect((await api(`${server.url}${SEARCH}?q=%22open`, { key: fresh })).status).to.equal(400);
+    for (let i = 0; i < 400; i++) expect((await api(`${server.url}${SEARCH}?q=%22open`, { key: fresh })).status).to.equal(400);
     expect((await api(`${server.url}${SEARCH}?q=plum`, { key: fresh })).status).to.equal(200);
   });
 });

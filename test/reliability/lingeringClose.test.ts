@@ -100,7 +100,8 @@ describe('Lingering close after a refusal mid-body', () => {
       await sleep(5);
     }
     expect(c.socket.destroyed, 'the server cut the connection').to.equal(true);
-    expect(Date.now() - answered).to.be.within(LINGER_MS - 100, LINGER_MS + 3_000);
+    // The linger's timer starts as the answer goes out, a little before the client reads it; a plain close took ~5 ms.
+    expect(Date.now() - answered).to.be.within(LINGER_MS - 500, LINGER_MS + 3_000);
   });
 
   it('a request sent after the refused body on the same connection is not served', async () => {
