@@ -18,8 +18,9 @@ export function isLingering(socket: Socket): boolean {
  * Closes the connection of a request refused before its body was read whole (a 413, `Connection: close`) in
  * stages, as RFC 9112 §9.6 asks. Closed at once, with the client's bytes still unread in the socket, the kernel
  * answers them with a reset, and a reset can discard the refusal before the client has read it (a client that
- * sends its whole body before it reads, as a simple blocking client does, saw no answer at all). So the answer goes, then a FIN;
- * what the client still sends is read and dropped until it closes its side, or for `lingerMs` at most.
+ * sends its whole body before it reads, as a simple blocking client does, saw no answer at all). So the answer
+ * goes, then a FIN; what the client still sends is read and dropped until it closes its side, or for `lingerMs`
+ * at most.
  * Requests that follow on the connection are never served (`isLingering`): the answer said it closes.
  */
 export function closeInStages(req: IncomingMessage, lingerMs = LINGER_MS): void {
