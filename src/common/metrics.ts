@@ -12,11 +12,13 @@ export interface Metrics {
   repack(r: { seconds: number; ok: boolean }): void;
   /** One search query answered. */
   search(s: { seconds: number }): void;
+  /** One search refused because its key had used its search time (a 429; http/searchTime.ts). */
+  searchRefused(): void;
   /** One push to a git mirror (replication), by how it ended. */
   replicationPush(p: { outcome: 'pushed' | 'rejected' | 'failed'; seconds: number }): void;
 }
 
-export const silentMetrics: Metrics = { request() {}, groupCommit() {}, repack() {}, search() {}, replicationPush() {} };
+export const silentMetrics: Metrics = { request() {}, groupCommit() {}, repack() {}, search() {}, searchRefused() {}, replicationPush() {} };
 
 /** Seconds since `started` (a `process.hrtime.bigint()` reading). */
 export function secondsSince(started: bigint): number {

@@ -134,7 +134,7 @@ export function createApp(deps: AppDeps, shared: SharedParts = sharedParts(deps)
   const failedAuth = limitFailedAuthentication({ perMinute: config.rateLimitAuthFailures, burst: config.rateLimitAuthFailuresBurst });
   const perKey = limitPerKey(shared.perKey);
   const metrics = deps.metrics ?? silentMetrics;
-  const searchTime = new SearchTime({ msPerMinute: config.searchMsPerKey, burstMs: config.searchMsPerKeyBurst });
+  const searchTime = new SearchTime({ msPerMinute: config.searchMsPerKey, burstMs: config.searchMsPerKeyBurst }, { refused: () => metrics.searchRefused() });
   const routeDeps: RouteDeps = {
     ...deps,
     metrics,

@@ -17,16 +17,22 @@ export interface SearchTimePolicy {
  */
 export class SearchTime {
   private readonly buckets: TokenBuckets | undefined;
+  private readonly refused: () => void;
 
-  constructor(readonly policy: SearchTimePolicy, options: { now?: () => number } = {}) {
-    this.buckets = policy.msPerMinute > 0 ? new TokenBuckets({ perMinute: policy.msPerMinute, burst: policy.burstMs }, options) : undefined;
+  /** `refused` is told of each refusal (the metrics' counter); `now`, a monotonic clock in ms, is for tests. */
+  constructor(readonly policy: SearchTimePolicy, options: { now?: () => number; refused?: () => void } = {}) {
+    this.buckets = policy.msPerMinute > 0 ? new TokenBuckets({ perMinute: policy.msPerMinute, burst: policy.burstMs }, { now: options.now }) : undefined;
+    this.refused = options.refused ?? (() => {});
   }
 
   /** Runs `search` for `keyId` unless the key's search time is spent (SearchTimeSpent), and charges it its `ms`. */
   async spend<T extends { ms: number }>(keyId: string, search: () => Promise<T>): Promise<T> {
     if (!this.buckets) return search();
     const { allowed, quota } = this.buckets.admit(keyId);
-    if (!allowed) throw new SearchTimeSpent({ quota });
+    if (!allowed) {
+      this.refused();
+      throw new SearchTimeSpent({ quota });
+    }
     const answer = await search();
     this.buckets.spend(keyId, answer.ms);
     return answer;

@@ -49,6 +49,7 @@ async function runOne(root: string): Promise<void> {
   const { OrgStore } = (await import(src('storage/repo/orgStore.ts'))) as typeof import('../../src/storage/repo/orgStore.js');
   const { OrgRepo } = (await import(src('storage/repo/orgRepo.ts'))) as typeof import('../../src/storage/repo/orgRepo.js');
   const { silentLogger } = (await import(src('common/log.ts'))) as typeof import('../../src/common/log.js');
+  const { silentMetrics } = (await import(src('common/metrics.ts'))) as typeof import('../../src/common/metrics.js');
   const { GitCli } = (await import(src('storage/git/gitCli.ts'))) as typeof import('../../src/storage/git/gitCli.js');
   const { putIntent } = await import('../support/intents.js');
   await mkdir(join(ROOT, '.tmp', 'bench'), { recursive: true });
@@ -57,7 +58,7 @@ async function runOne(root: string): Promise<void> {
     const fs = await slowFs(FSYNC_MS);
     await new OrgStore({ git: new GitCli(process.env), fs, dataDir: dir, logger: silentLogger }).create('sim', new Date('2026-01-01T00:00:00Z'));
     const sizes: number[] = [];
-    const metrics = { request() {}, groupCommit: (c: { commits: number }) => void sizes.push(c.commits), repack() {}, search() {}, replicationPush() {} };
+    const metrics = { ...silentMetrics, groupCommit: (c: { commits: number }) => void sizes.push(c.commits) };
     const repo = await OrgRepo.open({ orgId: 'sim', fs, gitdir: join(dir, 'orgs', 'sim.git'), logger: silentLogger, metrics });
     let n = 0;
     const t0 = performance.now();

@@ -145,6 +145,25 @@ describe('search time per key (HTTP and MCP)', function () {
     expect(refusal?.content[0]?.text).to.match(/^Too much searching: this key has used its search time for now; try again in \d+ s$/);
   });
 
+  it('GET /metrics counts the refusals (REST and MCP alike), and only those', async () => {
+    const scrape = async (): Promise<number> => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      return Number(/^knowledge_search_time_refusals_total (\d+)$/m.exec(text)?.[1] ?? NaN);
+    };
+    const before = await scrape();
+    // The two tests above were refused at least once each.
+    expect(before).to.be.at.least(2);
+    // The spent key's next search is refused (allowing for the one a refill may let in), and counted once.
+    let status = 0;
+    for (let i = 0; i < 3 && status !== 429; i++) status = (await api(`${server.url}${SEARCH}?q=plum`, { key: server.adminKey })).status;
+    expect(status).to.equal(429);
+    expect(await scrape()).to.equal(before + 1);
+    // Another key's answered search and a 400 are not refusals of search time.
+    expect((await api(`${server.url}${SEARCH}?q=plum`, { key: other })).status).to.equal(200);
+    expect((await api(`${server.url}${SEARCH}?q=%22open`, { key: other })).status).to.equal(400);
+    expect(await scrape()).to.equal(before + 1);
+  });
+
   it('a query refused as bad input costs no search time', async () => {
     // The rule is the unit test's (a failed search is charged nothing); end to end, 400 refusals leave the key's
     // search time whole.
