@@ -49,7 +49,7 @@ export class PromMetrics implements Metrics {
     this.fsyncSeconds = new Histogram({ name: 'knowledge_group_commit_fsync_seconds', help: 'Time a group commit spent making its pack durable (fsyncs)', buckets: LATENCY, registers });
     this.repackSeconds = new Histogram({ name: 'knowledge_repack_duration_seconds', help: 'Time a repack with C git took, by result (ok, failed)', labelNames: ['result'], buckets: SLOW, registers });
     this.searchSeconds = new Histogram({ name: 'knowledge_search_duration_seconds', help: 'Time to answer a search query', buckets: LATENCY, registers });
-    this.searchRefusals = new Counter({ name: 'knowledge_search_time_refusals_total', help: "Searches refused (429) because their key had used its search time", registers });
+    this.searchRefusals = new Counter({ name: 'knowledge_search_time_refusals_total', help: 'Searches refused (429) because their key had used its search time', registers });
     this.pushes = new Counter({ name: 'knowledge_replication_pushes_total', help: 'Pushes to git mirrors, by result (pushed, rejected, failed)', labelNames: ['result'], registers });
     this.pushSeconds = new Histogram({ name: 'knowledge_replication_push_duration_seconds', help: 'Time a push to a git mirror took (any result)', buckets: SLOW, registers });
     const totals = async (): Promise<ReplicationTotals | undefined> => this.replication?.totals();
