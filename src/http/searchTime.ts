@@ -20,7 +20,7 @@ export class SearchTime {
   private readonly refused: () => void;
 
   /** `refused` is told of each refusal (the metrics' counter); `now`, a monotonic clock in ms, is for tests. */
-  constructor(readonly policy: SearchTimePolicy, options: { now?: () => number; refused?: () => void } = {}) {
+  constructor(policy: SearchTimePolicy, options: { now?: () => number; refused?: () => void } = {}) {
     this.buckets = policy.msPerMinute > 0 ? new TokenBuckets({ perMinute: policy.msPerMinute, burst: policy.burstMs }, { now: options.now }) : undefined;
     this.refused = options.refused ?? (() => {});
   }

@@ -25,6 +25,9 @@ const run = (cmd: string, args: string[]): Promise<{ ok: boolean; out: string }>
   });
 
 /** Pins this process (the load generator) to the last CPU, and chooses CPU 0 for the contenders. */
+/** No pinning: every process where the scheduler puts it (a bench that measures memory or one query at a time). */
+export const UNPINNED: Pinning = { pinned: false, serverCpu: null, loadCpu: null, description: 'unpinned' };
+
 export async function setupPinning(): Promise<Pinning> {
   const cpus = os.cpus().length;
   const probe = await run('taskset', ['-p', String(process.pid)]);

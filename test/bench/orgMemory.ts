@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { openAdminStore } from '../../src/app/store.js';
 import { silentLogger } from '../../src/common/log.js';
 import { createOrganization } from '../../src/domain/orgs.js';
-import { memoryOf } from './machine.js';
+import { GC_ON_SIGNAL, memoryOf, UNPINNED } from './machine.js';
 import { startOurServer, type Served } from './processes.js';
 import { loadSettings, scriptOptions } from './settings.js';
 
@@ -31,7 +31,6 @@ if (!(Number.isInteger(ORGS) && ORGS > 0 && Number.isInteger(ITEMS) && ITEMS > 0
 
 const settings = loadSettings();
 const work = join(settings.outDir, 'work', 'orgmemory');
-const unpinned = { pinned: false, serverCpu: null, loadCpu: null, description: 'unpinned' } as const;
 
 /** ORGS organizations, each with its admin key, in a fresh data dir. */
 async function makeOrganizations(dataDir: string): Promise<Array<{ orgId: string; secret: string }>> {
@@ -56,8 +55,7 @@ async function rssAfterGc(served: Served): Promise<number> {
 }
 
 async function measure(who: string, dataDir: string, orgs: Array<{ orgId: string; secret: string }>, cli?: string): Promise<Array<{ orgs: number; rss: number }>> {
-  const gcOnSignal = `--expose-gc --require "${new URL('./gcOnSignal.cjs', import.meta.url).pathname}"`;
-  const served = await startOurServer({ dataDir, pinning: unpinned, cli, env: { NODE_OPTIONS: gcOnSignal, LOG_LEVEL: 'warn', KNOWLEDGE_SEARCH: MODE === 'off' ? 'off' : 'on' } });
+  const served = await startOurServer({ dataDir, pinning: UNPINNED, cli, env: { ...GC_ON_SIGNAL, LOG_LEVEL: 'warn', KNOWLEDGE_SEARCH: MODE === 'off' ? 'off' : 'on' } });
   const points = [{ orgs: 0, rss: await rssAfterGc(served) }];
   console.log(`${who}: ${points[0]?.rss.toFixed(0)} MiB with no organization open`);
   try {

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { copyFixture, ensureFixture, itemPath } from './fixtures.js';
-import { cpuSecondsOf, type Pinning } from './machine.js';
+import { cpuSecondsOf, UNPINNED } from './machine.js';
 import { loadRankingIndex, stopServer } from './ours.js';
 import { startOurServer, type Served } from './processes.js';
 import { putItem } from './putRequest.js';
@@ -26,7 +26,6 @@ const PUTS = opt('--puts', 300);
 const ROUNDS = opt('--rounds', 3);
 const ITEMS = opt('--items', 10_000);
 const WRITERS = opt('--writers', 1);
-const UNPINNED: Pinning = { pinned: false, serverCpu: null, loadCpu: null, description: 'unpinned' };
 
 const put = (url: string, key: string, path: string, content: string): Promise<number> => putItem({ url, key, path, content });
 

@@ -9,7 +9,8 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { copyFixture, ensureFixture } from './fixtures.js';
-import { logLine, startAndProbe, stopServer } from './ours.js';
+import { loadRankingIndex, startAndProbe, stopServer } from './ours.js';
+import { UNPINNED } from './machine.js';
 import { loadSettings } from './settings.js';
 import { timedGet } from './timing.js';
 import { vocabulary } from './corpus.js';
@@ -17,11 +18,10 @@ import { vocabulary } from './corpus.js';
 const settings = loadSettings();
 const docs = await ensureFixture({ items: settings.sizes.search, hotVersions: 0, contentBytes: settings.searchItemBytes, cacheDir: join(settings.outDir, 'fixtures') });
 const dataDir = await copyFixture(docs, join(settings.outDir, 'work', 'searchworst'));
-const { served } = await startAndProbe({ dataDir, pinning: { pinned: false, serverCpu: null, loadCpu: null, description: '' }, key: docs.key, env: { KNOWLEDGE_SEARCH: 'on' } });
+const { served } = await startAndProbe({ dataDir, pinning: UNPINNED, key: docs.key, env: { KNOWLEDGE_SEARCH: 'on' } });
 const path = (q: string) => `/api/v1/knowledge/search?q=${encodeURIComponent(q)}&limit=100`;
-// The first search starts the ranking index's load; the figures are of the server once it is loaded.
-await timedGet(`${served.url}${path('x')}`, docs.key);
-await logLine(() => served.output(), 'search ranking index ready', 180_000);
+// The figures are of the server once its ranking index is loaded (the first search starts the load).
+await loadRankingIndex(served, docs.key, 180_000);
 // The corpus's most frequent words (ranks 3-18: in 35-100% of the items) and 3-letter prefixes of mid-frequency ones.
 const v = vocabulary();
 const common = v.slice(3, 19);

@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { commitCount } from '../support/git.js';
 import { runGitPlumbing } from './anchors/commitLoops.js';
 import { copyFixture, ensureFixture, gitdirOf, itemPath, type Fixture } from './fixtures.js';
-import { cpuSecondsOf, loadAverage, type Pinning } from './machine.js';
+import { cpuSecondsOf, loadAverage, UNPINNED } from './machine.js';
 import { stopServer } from './ours.js';
 import { startOurServer, type Served } from './processes.js';
 import { putItem } from './putRequest.js';
@@ -36,7 +36,6 @@ const ROUNDS = options.number('--rounds', 3);
 const BASELINE = options.text('--baseline');
 const REPACK = options.text('--repack');
 const WITH_GIT = process.argv.includes('--git');
-const UNPINNED: Pinning = { pinned: false, serverCpu: null, loadCpu: null, description: 'unpinned' };
 
 interface Round {
   commitsPerSecond: number;

@@ -186,6 +186,33 @@ describe('storage/search: the index beside the repository', function () {
     expect((await again.verify('acme', STORE_RULES)).problems).to.deep.equal([]);
   });
 
+  it("charges a query its own time, not its wait for the build (what a key's search time is charged)", async () => {
+    const first = open();
+    for (let i = 0; i < 300; i++) await put(first, `w/i${i}.md`, `pear number${i}`);
+    await first.closeAll();
+    SearchDb.remove(file());
+    logged = [];
+    // When the build says it is done, as it is logged.
+    const builtAt = new Promise<number>((resolve) => {
+      const push = logged.push.bind(logged);
+      logged.push = (...entries: Logged[]): number => {
+        if (entries.some((e) => e.msg === 'search index caught up')) resolve(performance.now());
+        return push(...entries);
+      };
+    });
+    const again = open(true, 100);
+    const index = (await repoOf(again)).search;
+    if (!index) throw new Error('no index');
+    const started = performance.now();
+    const { hits, ms } = await index.search({ terms: { include: [{ text: 'pear', prefix: false }], exclude: [] }, needs: [0, 1, 2, 3], limit: 10, offset: 0 });
+    const ended = performance.now();
+    const built = await builtAt;
+    expect(hits).to.have.lengthOf(10);
+    expect(built, 'the search waited for the build').to.be.above(started);
+    // Charged what came after the build, never the wait before it.
+    expect(ms, `waited ${(built - started).toFixed(1)} ms, then ${(ended - built).toFixed(1)} ms; charged ${ms.toFixed(2)} ms`).to.be.above(0).and.at.most(ended - built + 1);
+  });
+
   it('is started afresh when its file is not a database, and rebuilt', async () => {
     const first = open();
     await put(first, 'c/x.md', 'grape');
