@@ -19,6 +19,11 @@ export interface Config {
   /** The V8 heap an extraction may use, in MiB (over it, 422). */
   extractMemoryMb: number;
   logLevel: LogLevel;
+  /**
+   * At most this many organizations open at once while some of them are idle: beyond it the least recently used
+   * idle ones are closed, and opened again by their next request (0: all stay open; storage/repo/openOrgs.ts).
+   */
+  maxOpenOrgs: number;
   /** Objects written (since the last repack) that trigger an automatic `git repack` of an organization; 200 packs do too (0 turns it off). */
   autoRepackObjects: number;
   /** API requests per minute per key, sustained (0 turns the limit off). */
@@ -66,6 +71,7 @@ export interface ConfigOverrides {
   extractMemoryMb?: string;
   logLevel?: string;
   autoRepackObjects?: string;
+  maxOpenOrgs?: string;
   rateLimitPerKey?: string;
   rateLimitPerKeyBurst?: string;
   rateLimitAuthFailures?: string;
@@ -90,6 +96,8 @@ export const DEFAULTS = {
   extractMemoryMb: 256,
   logLevel: 'info',
   autoRepackObjects: 10_000,
+  // A thousand small organizations (0.6 MiB each once searched, README: Many small organizations) is ~0.6 GiB.
+  maxOpenOrgs: 1_000,
   // Generous on purpose, so the defaults never throttle a normal agent: a key may send a
   // minute's worth, 6,000 requests, at once, and 100 a second for as long as it likes.
   rateLimitPerKey: 6_000,
@@ -122,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
   const extractTimeoutMs = integer(pick(overrides.extractTimeoutMs, 'KNOWLEDGE_EXTRACT_TIMEOUT_MS'), DEFAULTS.extractTimeoutMs, 'KNOWLEDGE_EXTRACT_TIMEOUT_MS', 100, 600_000);
   const extractMemoryMb = integer(pick(overrides.extractMemoryMb, 'KNOWLEDGE_EXTRACT_MEMORY_MB'), DEFAULTS.extractMemoryMb, 'KNOWLEDGE_EXTRACT_MEMORY_MB', 32, 8192);
   const autoRepackObjects = integer(pick(overrides.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS'), DEFAULTS.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS', 0, 10_000_000);
+  const maxOpenOrgs = integer(pick(overrides.maxOpenOrgs, 'KNOWLEDGE_MAX_OPEN_ORGS'), DEFAULTS.maxOpenOrgs, 'KNOWLEDGE_MAX_OPEN_ORGS', 0, 10_000_000);
   const perMinute = (flag: string | undefined, name: string, fallback: number): number => integer(pick(flag, name), fallback, name, 0, 10_000_000);
   const rateLimitPerKey = perMinute(overrides.rateLimitPerKey, 'KNOWLEDGE_RATE_LIMIT_PER_KEY', DEFAULTS.rateLimitPerKey);
   const rateLimitAuthFailures = perMinute(overrides.rateLimitAuthFailures, 'KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES', DEFAULTS.rateLimitAuthFailures);
@@ -174,6 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     extractMemoryMb,
     logLevel,
     autoRepackObjects,
+    maxOpenOrgs,
     search: searchSetting === 'on',
     searchMsPerKey,
     searchMsPerKeyBurst,

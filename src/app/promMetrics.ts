@@ -31,6 +31,7 @@ export class PromMetrics implements Metrics {
   private readonly repackSeconds: Histogram<'result'>;
   private readonly searchSeconds: Histogram;
   private readonly searchRefusals: Counter;
+  private readonly orgCloses: Counter;
   private readonly pushes: Counter<'result'>;
   private readonly pushSeconds: Histogram;
 
@@ -50,6 +51,7 @@ export class PromMetrics implements Metrics {
     this.repackSeconds = new Histogram({ name: 'knowledge_repack_duration_seconds', help: 'Time a repack with C git took, by result (ok, failed)', labelNames: ['result'], buckets: SLOW, registers });
     this.searchSeconds = new Histogram({ name: 'knowledge_search_duration_seconds', help: 'Time to answer a search query', buckets: LATENCY, registers });
     this.searchRefusals = new Counter({ name: 'knowledge_search_time_refusals_total', help: 'Searches refused (429) because their key had used its search time', registers });
+    this.orgCloses = new Counter({ name: 'knowledge_organizations_closed_total', help: 'Organizations closed for being idle while more than KNOWLEDGE_MAX_OPEN_ORGS were open', registers });
     this.pushes = new Counter({ name: 'knowledge_replication_pushes_total', help: 'Pushes to git mirrors, by result (pushed, rejected, failed)', labelNames: ['result'], registers });
     this.pushSeconds = new Histogram({ name: 'knowledge_replication_push_duration_seconds', help: 'Time a push to a git mirror took (any result)', buckets: SLOW, registers });
     const totals = async (): Promise<ReplicationTotals | undefined> => this.replication?.totals();
@@ -133,6 +135,10 @@ export class PromMetrics implements Metrics {
 
   searchRefused(): void {
     this.searchRefusals.inc();
+  }
+
+  orgClosed(): void {
+    this.orgCloses.inc();
   }
 
   /** The Prometheus text exposition of everything above. */

@@ -56,7 +56,7 @@ export async function startServer(args: {
   try {
     // Figures are kept only when someone may read them; the gauges read the store once it is open.
     const metrics = config.metrics.mode === 'off' ? undefined : new PromMetrics();
-    store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, search: config.search, announce, metrics, replication: config.replication });
+    store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, maxOpenOrgs: config.maxOpenOrgs, search: config.search, announce, metrics, replication: config.replication });
     metrics?.readFrom(store.orgs);
     if (store.replication) metrics?.readReplicationFrom(store.replication);
     webhooks = new Webhooks({

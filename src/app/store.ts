@@ -44,11 +44,11 @@ export interface StoreOptions {
  * The data directory as the server holds it: locked for this process (a
  * second server refuses to start), lock files left by a crash removed,
  * keys.json watched, key usage written out every 30 s, repositories repacked
- * as they grow. A fresh directory gets the default organization; its first
+ * as they grow, idle ones closed beyond `maxOpenOrgs` open. A fresh directory gets the default organization; its first
  * admin key goes to `announce` (stdout), once.
  */
 export async function openServingStore(
-  args: StoreOptions & { autoRepackObjects: number; search?: boolean; announce: (line: string) => void; metrics?: Metrics; replication?: ReplicationSettings },
+  args: StoreOptions & { autoRepackObjects: number; maxOpenOrgs?: number; search?: boolean; announce: (line: string) => void; metrics?: Metrics; replication?: ReplicationSettings },
 ): Promise<Store> {
   const { dataDir, logger } = args;
   const fs = args.fs ?? (nodeFs as unknown as FsPromises);
@@ -70,6 +70,9 @@ export async function openServingStore(
       metrics,
       search: args.search === false ? undefined : { readNeed },
       opened: replication && ((repo) => replication.attach(repo)),
+      maxOpen: args.maxOpenOrgs,
+      // A mirrored organization's workers hold its repository for the server's life.
+      keepOpen: replication && ((orgId) => replication.replicates(orgId)),
     });
     const keys = new KeyStore({ fs, dataDir, logger, watch: watchDirectory });
     await keys.startWatching();

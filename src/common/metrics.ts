@@ -14,11 +14,13 @@ export interface Metrics {
   search(s: { seconds: number }): void;
   /** One search refused because its key had used its search time (a 429; http/searchTime.ts). */
   searchRefused(): void;
+  /** One organization closed for being idle while too many were open (storage/repo/openOrgs.ts). */
+  orgClosed(): void;
   /** One push to a git mirror (replication), by how it ended. */
   replicationPush(p: { outcome: 'pushed' | 'rejected' | 'failed'; seconds: number }): void;
 }
 
-export const silentMetrics: Metrics = { request() {}, groupCommit() {}, repack() {}, search() {}, searchRefused() {}, replicationPush() {} };
+export const silentMetrics: Metrics = { request() {}, groupCommit() {}, repack() {}, search() {}, searchRefused() {}, orgClosed() {}, replicationPush() {} };
 
 /** Seconds since `started` (a `process.hrtime.bigint()` reading). */
 export function secondsSince(started: bigint): number {

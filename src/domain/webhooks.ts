@@ -167,6 +167,8 @@ export class Webhooks {
   private of(repo: OrgRepo): Promise<OrgHooks> {
     let pending = this.orgs.get(repo.orgId);
     if (!pending) {
+      // Its hooks' workers hold this repository from now on: it is not to be closed for being idle.
+      this.deps.orgs.keepOpen(repo.orgId);
       pending = this.load(repo);
       this.orgs.set(repo.orgId, pending);
       pending.catch(() => this.orgs.delete(repo.orgId));

@@ -2,8 +2,9 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { systemClock, type Clock } from '../common/clock.js';
 import { secondsSince } from '../common/metrics.js';
 import { readableEntry } from '../domain/itemReads.js';
-import { authenticate, type SecretHashes } from '../domain/keys.js';
+import { authenticate, type Actor, type SecretHashes } from '../domain/keys.js';
 import type { KeyStore } from '../storage/keys/keyStore.js';
+import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import type { OrgStore } from '../storage/repo/orgStore.js';
 import { presentedKey } from './middleware/auth.js';
 import { COMPRESS_THRESHOLD_BYTES } from './middleware/compression.js';
@@ -81,8 +82,19 @@ async function serve(deps: ServeDeps, req: IncomingMessage, res: ServerResponse)
   const started = process.hrtime.bigint();
   const { headers } = req;
   const actor = await authenticate({ keys: deps.keys, secret: presentedKey(headers.authorization ?? '', headerText(headers['x-api-key'])), clock: deps.clock, hashes: deps.hashes });
-  const repo = actor && (await deps.orgs.get(actor.orgId));
-  if (!actor || !repo) return false;
+  const lease = actor && (await deps.orgs.hold(actor.orgId));
+  if (!actor || !lease) return false;
+  try {
+    return await answerItem(deps, req, res, { actor, repo: lease.repo, started });
+  } finally {
+    // The answer is written whole (a buffer) before this: nothing reads the repository after it.
+    lease.release();
+  }
+}
+
+async function answerItem(deps: ServeDeps, req: IncomingMessage, res: ServerResponse, args: { actor: Actor; repo: OrgRepo; started: bigint }): Promise<boolean> {
+  const { actor, repo, started } = args;
+  const { headers } = req;
   let answer: ItemAnswer;
   try {
     // req.url is prefix + path, checked above: no query, nothing percent-encoded.

@@ -15,15 +15,29 @@ export function presentedKey(authorization: string, apiKeyHeader: string): strin
 
 /**
  * Runs before anything else is looked at: a missing, unknown or revoked key is
- * 401 `Invalid API key` on every API route, known or not.
+ * 401 `Invalid API key` on every API route, known or not. The key's organization
+ * is held open (OrgStore.hold) until the request is done with it: its handlers
+ * have settled and its answer has ended (a body streamed after them, an event
+ * stream), whichever comes last.
  */
 export function requireApiKey(deps: { keys: KeyStore; orgs: OrgStore; clock?: Clock; hashes?: SecretHashes }): Middleware<AppState> {
   return async (ctx, next) => {
     const actor = await authenticate({ keys: deps.keys, secret: presentedKey(ctx.get('Authorization'), ctx.get('X-API-Key')), clock: deps.clock, hashes: deps.hashes });
-    const repo = actor && (await deps.orgs.get(actor.orgId));
-    if (!actor || !repo) throw new Unauthorized();
+    const lease = actor && (await deps.orgs.hold(actor.orgId));
+    if (!actor || !lease) throw new Unauthorized();
     ctx.state.actor = actor;
-    ctx.state.repo = repo;
-    await next();
+    ctx.state.repo = lease.repo;
+    let handled = false;
+    const { res } = ctx;
+    const ended = (): void => {
+      if (handled && res.closed) lease.release();
+    };
+    res.once('close', ended);
+    try {
+      await next();
+    } finally {
+      handled = true;
+      ended();
+    }
   };
 }

@@ -237,6 +237,14 @@ export class OrgRepo {
     return this.repacks.repack();
   }
 
+  /**
+   * Nothing under way that a close would wait for or cut short: no write queued or in flight, no repack, no
+   * search catch-up or load (OrgStore closes only such an organization when it has too many open).
+   */
+  get idle(): boolean {
+    return this.pipeline.idle && !this.repacks?.busy && (this.searchIndex?.idle ?? true);
+  }
+
   /** Refuses new writes, waits for the queued ones (and a running repack) to finish, and saves the index for a fast next start. */
   async close(): Promise<void> {
     await this.pipeline.close();

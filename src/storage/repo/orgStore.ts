@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import git from 'isomorphic-git';
 import { errnoCode } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
-import type { Metrics } from '../../common/metrics.js';
+import { silentMetrics, type Metrics } from '../../common/metrics.js';
 import { hideCredentials } from '../../common/redact.js';
 import { OrgAlreadyExists } from '../errors.js';
 import { fsyncDir, fsyncTree, pathExists, writeAndSync } from '../fs/durable.js';
@@ -14,6 +14,7 @@ import { compareAndSwapRef, MAIN_REF } from '../git/refs.js';
 import { TreeEditor } from '../git/treeEditor.js';
 import { stageCommit } from './commitBuilder.js';
 import { LAYOUT, STORE_CONFIG } from './itemRecord.js';
+import { OpenOrgs, type OrgLease } from './openOrgs.js';
 import { OrgRepo } from './orgRepo.js';
 import { SearchIndex, type ReadNeed } from '../search/searchIndex.js';
 import { verifyRepository, type StoreRules, type VerifyReport } from './verify.js';
@@ -23,14 +24,12 @@ export const SEARCH_FILE = 'knowledge-search.sqlite';
 
 /**
  * The organizations of a data directory: `<dataDir>/orgs/<orgId>.git`, one
- * bare repository each. Repositories are opened on first use and kept open,
+ * bare repository each. Repositories are opened on first use (see OpenOrgs),
  * so an organization created by the CLI while the server runs is picked up by
  * the first request that names it.
  */
 export class OrgStore {
-  private readonly open = new Map<string, Promise<OrgRepo | null>>();
-  /** The repositories whose opening finished (GET /metrics counts them and their queued writes). */
-  private readonly opened = new Map<string, OrgRepo>();
+  private readonly repos: OpenOrgs<OrgRepo>;
   readonly root: string;
 
   constructor(
@@ -53,9 +52,20 @@ export class OrgStore {
       search?: { readNeed: ReadNeed; progressEvery?: number };
       /** Told of each repository once it is open, before anyone uses it (replication starts there). */
       opened?: (repo: OrgRepo) => Promise<void>;
+      /** Close the least recently used idle organizations beyond this many open (0, the default: keep all open; see OpenOrgs). */
+      maxOpen?: number;
+      /** Organizations never closed for being idle (those with mirrors: their workers hold the repository). */
+      keepOpen?: (orgId: string) => boolean;
     },
   ) {
     this.root = `${options.dataDir}/orgs`;
+    this.repos = new OpenOrgs({
+      openRepo: (orgId) => this.openRepo(orgId),
+      maxOpen: options.maxOpen ?? 0,
+      keepOpen: options.keepOpen,
+      logger: options.logger,
+      metrics: options.metrics ?? silentMetrics,
+    });
   }
 
   gitdirOf(orgId: string): string {
@@ -76,19 +86,22 @@ export class OrgStore {
     }
   }
 
-  /** The organization's repository, or null when there is no such organization. */
+  /** The organization's repository, or null when there is no such organization. Not held: a server's users `hold` it. */
   get(orgId: string): Promise<OrgRepo | null> {
-    let pending = this.open.get(orgId);
-    if (!pending) {
-      pending = this.openRepo(orgId);
-      this.open.set(orgId, pending);
-      // A failed or missing open is not cached: the organization may be created or repaired later.
-      pending.then(
-        (repo) => (repo ? this.opened.set(orgId, repo) : this.open.delete(orgId)),
-        () => this.open.delete(orgId),
-      );
-    }
-    return pending;
+    return this.repos.get(orgId);
+  }
+
+  /**
+   * The organization's repository, kept open until the lease is released (see OpenOrgs: with `maxOpen`, what
+   * nobody holds may be closed); null when there is no such organization.
+   */
+  hold(orgId: string): Promise<OrgLease<OrgRepo> | null> {
+    return this.repos.hold(orgId);
+  }
+
+  /** Never closes the organization for being idle (its webhooks' workers hold its repository from now on). */
+  keepOpen(orgId: string): void {
+    this.repos.keep(orgId);
   }
 
   private async openRepo(orgId: string): Promise<OrgRepo | null> {
@@ -278,23 +291,20 @@ export class OrgStore {
     }
   }
 
-  /** Opens every organization (readiness: the first request to each is then not the one that waits); says which could not be. */
+  /**
+   * Opens every organization (readiness: the first request to each is then not the one that waits; with `maxOpen`,
+   * those beyond it are closed again as others open); says which could not be.
+   */
   async openAll(): Promise<{ opened: number; failed: string[] }> {
-    const ids = await this.list();
-    const results = await Promise.all(ids.map((id) => this.get(id).then((repo) => repo !== null, () => false)));
-    return { opened: results.filter(Boolean).length, failed: ids.filter((_id, i) => !results[i]) };
+    return this.repos.openEach(await this.list());
   }
 
   /** Organizations open now and the writes queued across them, read when /metrics is scraped. */
   stats(): { openOrganizations: number; queuedWrites: number } {
-    let queuedWrites = 0;
-    for (const repo of this.opened.values()) queuedWrites += repo.queuedWrites;
-    return { openOrganizations: this.opened.size, queuedWrites };
+    return this.repos.stats();
   }
 
-  async closeAll(): Promise<void> {
-    this.opened.clear();
-    const repos = await Promise.all([...this.open.values()].map((p) => p.catch(() => null)));
-    await Promise.all(repos.map((r) => r?.close()));
+  closeAll(): Promise<void> {
+    return this.repos.closeAll();
   }
 }

@@ -86,6 +86,11 @@ export class RepackSchedule {
     if (due && !this.running) this.one(() => this.automatic()).catch((err: unknown) => logger.warn('automatic repack failed', { org: orgId, error: String(err) }));
   }
 
+  /** A repack under way. */
+  get busy(): boolean {
+    return this.running !== null;
+  }
+
   /** Notes a loose object written (a file item's bytes): the next repack is git's, which packs it. */
   storedLoose(): void {
     this.loose++;

@@ -118,6 +118,11 @@ export class WritePipeline {
     return this.queue.length;
   }
 
+  /** No write queued or in flight. */
+  get idle(): boolean {
+    return !this.draining && this.queue.length === 0;
+  }
+
   /** Refuses new writes and waits for the queued ones. */
   async close(): Promise<void> {
     this.closed = true;

@@ -93,6 +93,8 @@ function makeTopDocs(args: { rank: RankIndex; gate: ReadGate; stopped: () => boo
 /** A load under way: whether it ended (`ready`), and a wait for it (tests and benches). */
 export class RankLoad {
   ready = false;
+  /** Until the load ends, whichever way (an organization is not closed for being idle while it runs). */
+  running = true;
   /** Settles when the load ends: loaded, stopped, or failed (logged; queries then stay on FTS5). */
   private readonly ended: Promise<void>;
 
@@ -100,8 +102,10 @@ export class RankLoad {
     this.ended = buildRankIndex(args).then(
       (done) => {
         this.ready = done;
+        this.running = false;
       },
       (err: unknown) => {
+        this.running = false;
         if (!args.stopped()) args.logger.error('search ranking index: load failed; queries stay on FTS5', { org: args.orgId, error: String(err) });
       },
     );

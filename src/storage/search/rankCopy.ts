@@ -31,6 +31,11 @@ export class RankCopy {
     return this.started().ready;
   }
 
+  /** Whether its load has started and not yet ended. */
+  get loading(): boolean {
+    return this.load?.running ?? false;
+  }
+
   /** Starts the load if need be; resolves once it has ended (tests and benches). */
   loaded(): Promise<void> {
     return this.started().loaded();

@@ -124,6 +124,11 @@ export class SearchIndex implements DerivedView {
     });
   }
 
+  /** Nothing under way that a close would cut short: no catch-up, no staged transaction, no load of the ranking index. */
+  get idle(): boolean {
+    return this.catchingUp === null && !this.gate.closed && !this.copy.loading;
+  }
+
   /** Once no catch-up runs (for `verify`: a build under way is not a disagreement). */
   async settled(): Promise<void> {
     while (this.catchingUp) await this.catchingUp.catch(() => undefined);
