@@ -72,8 +72,14 @@ export class Webhooks {
     for (const orgId of await this.deps.orgs.list()) {
       try {
         if (!(await new WebhookFile(this.deps.fs, this.deps.orgs.gitdirOf(orgId)).exists())) continue;
-        const repo = await this.deps.orgs.get(orgId);
-        if (repo) await this.of(repo);
+        // Held while its hooks load: once they do, the organization is kept open (see `of`).
+        const lease = await this.deps.orgs.hold(orgId);
+        if (!lease) continue;
+        try {
+          await this.of(lease.repo);
+        } finally {
+          lease.release();
+        }
       } catch (err) {
         // One organization's unreadable webhook file must not keep the server (and every other one) down.
         this.deps.logger.error('could not resume webhooks', { org: orgId, error: String(err) });

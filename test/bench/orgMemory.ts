@@ -1,9 +1,10 @@
 /**
- * What each organization a server has opened costs it in memory. An organization, once opened, stays open for
- * the life of the process, so a server hosting many small ones holds all of them: this prints the server's
- * VmRSS (after a full GC) as it opens, writes to and searches one small organization after another.
+ * What each organization a server has opened costs it in memory. An organization stays open until more than
+ * KNOWLEDGE_MAX_OPEN_ORGS are (`--max-open`, 0 here by default: none is closed), so a server hosting many small
+ * ones holds up to that many: this prints the server's VmRSS (after a full GC) as it opens, writes to and
+ * searches one small organization after another.
  *
- *   npm run build && npx tsx test/bench/orgMemory.ts [--orgs 200] [--items 10] [--mode searched|indexed|off] [--baseline <checkout>]
+ *   npm run build && npx tsx test/bench/orgMemory.ts [--orgs 200] [--items 10] [--mode searched|indexed|off] [--max-open 0] [--baseline <checkout>]
  *
  * Each organization gets `--items` notes of ~1 KB, then (mode `searched`, the default) one search, which loads its
  * ranking index; `indexed` keeps search on but never searches (the SQLite index only); `off` runs with
@@ -25,9 +26,11 @@ const ORGS = options.number('--orgs', 200);
 const ITEMS = options.number('--items', 10);
 const MODE = options.text('--mode') ?? 'searched';
 const BASELINE = options.text('--baseline');
+const MAX_OPEN = options.number('--max-open', 0);
 const EVERY = Math.max(1, Math.min(50, Math.floor(ORGS / 4)));
 if (!['searched', 'indexed', 'off'].includes(MODE)) throw new Error(`--mode must be searched, indexed or off (got ${MODE})`);
 if (!(Number.isInteger(ORGS) && ORGS > 0 && Number.isInteger(ITEMS) && ITEMS > 0)) throw new Error('--orgs and --items must be whole numbers above 0');
+if (!(Number.isInteger(MAX_OPEN) && MAX_OPEN >= 0)) throw new Error('--max-open must be a whole number, 0 or more');
 
 const settings = loadSettings();
 const work = join(settings.outDir, 'work', 'orgmemory');
@@ -55,7 +58,7 @@ async function rssAfterGc(served: Served): Promise<number> {
 }
 
 async function measure(who: string, dataDir: string, orgs: Array<{ orgId: string; secret: string }>, cli?: string): Promise<Array<{ orgs: number; rss: number }>> {
-  const served = await startOurServer({ dataDir, pinning: UNPINNED, cli, env: { ...GC_ON_SIGNAL, LOG_LEVEL: 'warn', KNOWLEDGE_SEARCH: MODE === 'off' ? 'off' : 'on' } });
+  const served = await startOurServer({ dataDir, pinning: UNPINNED, cli, env: { ...GC_ON_SIGNAL, LOG_LEVEL: 'warn', KNOWLEDGE_SEARCH: MODE === 'off' ? 'off' : 'on', KNOWLEDGE_MAX_OPEN_ORGS: String(MAX_OPEN) } });
   const points = [{ orgs: 0, rss: await rssAfterGc(served) }];
   console.log(`${who}: ${points[0]?.rss.toFixed(0)} MiB with no organization open`);
   try {
@@ -76,14 +79,39 @@ async function measure(who: string, dataDir: string, orgs: Array<{ orgId: string
         console.log(`${who}: ${n + 1} organizations: ${rss.toFixed(0)} MiB (+${((rss - base) / (n + 1)).toFixed(2)} MiB each)`);
       }
     }
+    if (MAX_OPEN > 0 && orgs.length > MAX_OPEN) await timeReopening(who, served, orgs);
   } finally {
     await served.stop();
   }
   return points;
 }
 
+/**
+ * A request to an organization closed for being idle (it is opened again first) against one to an open one:
+ * the list of the first organizations (closed by now, least recently used) and of the last (open), in turns.
+ */
+async function timeReopening(who: string, served: Served, orgs: Array<{ orgId: string; secret: string }>): Promise<void> {
+  const listMs = async (secret: string): Promise<number> => {
+    const started = performance.now();
+    const res = await fetch(`${served.url}/api/v1/knowledge`, { headers: { Authorization: `Bearer ${secret}` } });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`${who}: list answered ${res.status}`);
+    return performance.now() - started;
+  };
+  const closed: number[] = [];
+  const open: number[] = [];
+  const last = orgs[orgs.length - 1] as { secret: string };
+  // Each of the first 20 is the least recently used when it is asked for: closed, opened again (and another closed).
+  for (const { secret } of orgs.slice(0, 20)) {
+    closed.push(await listMs(secret));
+    open.push(await listMs(last.secret));
+  }
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+  console.log(`${who}: a list in an organization closed for being idle: median ${median(closed).toFixed(1)} ms, max ${Math.max(...closed).toFixed(1)} ms; in an open one: median ${median(open).toFixed(1)} ms`);
+}
+
 const dataDir = join(work, 'data');
-console.log(`making ${ORGS} organizations (mode ${MODE}, ${ITEMS} items each)`);
+console.log(`making ${ORGS} organizations (mode ${MODE}, ${ITEMS} items each; at most ${MAX_OPEN || 'all'} open)`);
 const orgs = await makeOrganizations(dataDir);
 const runs: Array<{ who: string; points: Array<{ orgs: number; rss: number }> }> = [];
 const theirs = BASELINE ? join(work, 'data-baseline') : undefined;

@@ -31,11 +31,12 @@ export interface OpenRepo {
  * user only once its close has finished: its files (the search index, the ref lock) have one writer at a time.
  */
 export class OpenOrgs<R extends OpenRepo> {
-  private readonly open = new Map<string, Promise<R | null>>();
-  /** The repositories whose opening finished, least recently used first (`hold` moves its own to the end). */
-  private readonly opened = new Map<string, R>();
-  /** How many leases each organization has out; counted from before its opening, so it cannot close under them. */
-  private readonly holds = new Map<string, number>();
+  /** Every organization opened or being opened. */
+  private readonly slots = new Map<string, Slot<R>>();
+  /** How many slots have their repository (GET /metrics' open organizations). */
+  private openCount = 0;
+  /** A use counter: each hold stamps its slot with the next value, so the smallest is the least recently used. */
+  private uses = 0;
   private readonly kept = new Set<string>();
   private readonly closing = new Map<string, Promise<void>>();
 
@@ -53,58 +54,30 @@ export class OpenOrgs<R extends OpenRepo> {
 
   /** The organization's repository, or null when there is no such organization. Not held: see `hold`. */
   get(orgId: string): Promise<R | null> {
-    let pending = this.open.get(orgId);
-    if (!pending) {
-      // A repository still closing is opened again once it has closed.
-      const closing = this.closing.get(orgId);
-      pending = closing ? closing.then(() => this.deps.openRepo(orgId)) : this.deps.openRepo(orgId);
-      this.open.set(orgId, pending);
-      const opening = pending;
-      // A failed or missing open is not cached: the organization may be created or repaired later.
-      opening.then(
-        (repo) => {
-          if (!repo) return this.forget(orgId, opening);
-          this.opened.set(orgId, repo);
-          this.shed();
-        },
-        () => this.forget(orgId, opening),
-      );
-    }
-    return pending;
+    return this.slotOf(orgId).opening;
   }
 
   /**
    * The organization's repository, held open until the lease is released; null (nothing held) when there is
-   * no such organization.
+   * no such organization. Held from before its opening, so it cannot be closed under the holder. On every
+   * request: an open one is handed over with no map changed and no promise but the one returned.
    */
-  async hold(orgId: string): Promise<OrgLease<R> | null> {
-    this.holds.set(orgId, (this.holds.get(orgId) ?? 0) + 1);
-    let held = true;
-    const release = (): void => {
-      if (!held) return;
-      held = false;
-      const left = (this.holds.get(orgId) ?? 1) - 1;
-      if (left > 0) this.holds.set(orgId, left);
-      else this.holds.delete(orgId);
-      this.shed();
-    };
-    let repo: R | null;
-    try {
-      repo = await this.get(orgId);
-    } catch (err) {
-      release();
-      throw err;
-    }
-    if (!repo) {
-      release();
-      return null;
-    }
-    // The most recently used goes last, where closing looks last.
-    if (this.opened.get(orgId) === repo) {
-      this.opened.delete(orgId);
-      this.opened.set(orgId, repo);
-    }
-    return { repo, release };
+  hold(orgId: string): Promise<OrgLease<R> | null> {
+    const slot = this.slotOf(orgId);
+    slot.holds++;
+    slot.lastUse = ++this.uses;
+    if (slot.repo) return Promise.resolve(new Lease(slot.repo, () => this.released(slot)));
+    return slot.opening.then(
+      (repo) => {
+        if (repo) return new Lease(repo, () => this.released(slot));
+        this.released(slot);
+        return null;
+      },
+      (err: unknown) => {
+        this.released(slot);
+        throw err;
+      },
+    );
   }
 
   /** Opens each of `ids`, a few at a time (memory and the disk are not asked for all at once); says which could not be. */
@@ -126,38 +99,69 @@ export class OpenOrgs<R extends OpenRepo> {
   /** Open now, and the writes queued across them. */
   stats(): { openOrganizations: number; queuedWrites: number } {
     let queuedWrites = 0;
-    for (const repo of this.opened.values()) queuedWrites += repo.queuedWrites;
-    return { openOrganizations: this.opened.size, queuedWrites };
+    for (const { repo } of this.slots.values()) queuedWrites += repo?.queuedWrites ?? 0;
+    return { openOrganizations: this.openCount, queuedWrites };
   }
 
   /** Closes every repository, those being closed for being idle included. */
   async closeAll(): Promise<void> {
-    this.opened.clear();
-    const repos = await Promise.all([...this.open.values()].map((p) => p.catch(() => null)));
-    this.open.clear();
+    const openings = [...this.slots.values()].map((slot) => slot.opening.catch(() => null));
+    this.slots.clear();
+    this.openCount = 0;
+    const repos = await Promise.all(openings);
     await Promise.all([...repos.map((r) => r?.close()), ...this.closing.values()]);
   }
 
-  private forget(orgId: string, opening: Promise<R | null>): void {
-    if (this.open.get(orgId) === opening) this.open.delete(orgId);
+  private slotOf(orgId: string): Slot<R> {
+    const found = this.slots.get(orgId);
+    if (found) return found;
+    // A repository still closing is opened again once it has closed.
+    const closing = this.closing.get(orgId);
+    const opening = closing ? closing.then(() => this.deps.openRepo(orgId)) : this.deps.openRepo(orgId);
+    const slot: Slot<R> = { opening, repo: null, holds: 0, lastUse: ++this.uses };
+    this.slots.set(orgId, slot);
+    opening.then(
+      (repo) => {
+        if (this.slots.get(orgId) !== slot) return; // closeAll came first
+        if (!repo) return void this.slots.delete(orgId);
+        slot.repo = repo;
+        this.openCount++;
+        this.shed();
+      },
+      // A failed or missing open is not kept: the organization may be created or repaired later.
+      () => {
+        if (this.slots.get(orgId) === slot) this.slots.delete(orgId);
+      },
+    );
+    return slot;
+  }
+
+  private released(slot: Slot<R>): void {
+    slot.holds--;
+    if (this.deps.maxOpen > 0 && this.openCount > this.deps.maxOpen) this.shed();
   }
 
   /** Closes the least recently used closable repositories while more than `maxOpen` are open. */
   private shed(): void {
     const { maxOpen, keepOpen } = this.deps;
-    if (maxOpen <= 0 || this.opened.size <= maxOpen) return;
-    for (const [orgId, repo] of this.opened) {
-      if (this.opened.size <= maxOpen) return;
-      if (this.holds.has(orgId) || this.kept.has(orgId) || !repo.idle || keepOpen?.(orgId)) continue;
-      this.closeIdle(orgId, repo);
+    while (maxOpen > 0 && this.openCount > maxOpen) {
+      let oldest: { orgId: string; repo: R; lastUse: number } | null = null;
+      for (const [orgId, slot] of this.slots) {
+        const { repo } = slot;
+        if (!repo || slot.holds > 0 || (oldest && oldest.lastUse < slot.lastUse)) continue;
+        if (this.kept.has(orgId) || !repo.idle || keepOpen?.(orgId)) continue;
+        oldest = { orgId, repo, lastUse: slot.lastUse };
+      }
+      if (!oldest) return; // every open one is held, busy or kept: the limit gives way
+      this.closeIdle(oldest.orgId, oldest.repo);
     }
   }
 
   private closeIdle(orgId: string, repo: R): void {
     const { logger, metrics } = this.deps;
-    // Gone from both maps in this same step: the next user opens it again, after this close.
-    this.opened.delete(orgId);
-    this.open.delete(orgId);
+    // Gone from the slots in this same step: the next user opens it again, after this close.
+    this.slots.delete(orgId);
+    this.openCount--;
     metrics.orgClosed();
     const closed = repo.close().then(
       () => logger.debug('organization closed (idle, too many open)', { org: orgId }),
@@ -167,5 +171,29 @@ export class OpenOrgs<R extends OpenRepo> {
       if (this.closing.get(orgId) === closing) this.closing.delete(orgId);
     });
     this.closing.set(orgId, closing);
+  }
+}
+
+/** One organization opened or being opened, and who holds it. */
+interface Slot<R> {
+  readonly opening: Promise<R | null>;
+  /** Once opened. */
+  repo: R | null;
+  holds: number;
+  lastUse: number;
+}
+
+class Lease<R> implements OrgLease<R> {
+  private held = true;
+
+  constructor(
+    readonly repo: R,
+    private readonly onRelease: () => void,
+  ) {}
+
+  release(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.onRelease();
   }
 }

@@ -1,0 +1,112 @@
+import { expect } from 'chai';
+import { Receiver } from '../support/receiver.js';
+import { random } from '../support/random.js';
+import { SseClient } from '../support/sse.js';
+import { api, startTestServer, type TestServer } from '../support/server.js';
+import { urlOf } from './adminApi.js';
+import { ITEMS, LIST } from './helpers.js';
+
+/**
+ * KNOWLEDGE_MAX_OPEN_ORGS over real HTTP: with two organizations allowed open and six in use at once, every
+ * request is answered as if all were open (no 5xx, every write readable and findable), an event stream and a
+ * webhook of organizations closed and opened around them miss nothing, and the server ends with no more open
+ * than the limit and the ones it must keep.
+ */
+
+const ORGS = ['o0', 'o1', 'o2', 'o3', 'o4', 'o5'];
+
+const metric = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+
+describe('HTTP: organizations closed for being idle (KNOWLEDGE_MAX_OPEN_ORGS)', function () {
+  this.timeout(120_000);
+
+  let server: TestServer;
+  let receiver: Receiver;
+  const keys = new Map<string, string>();
+
+  before(async () => {
+    server = await startTestServer({ config: { maxOpenOrgs: 2, webhooks: { allowPrivate: true, retryBaseMs: 100, timeoutMs: 2_000 } } });
+    receiver = await Receiver.start();
+    for (const orgId of ORGS) keys.set(orgId, await server.org(orgId));
+  });
+  after(async () => {
+    await server?.close();
+    await receiver?.close();
+  });
+
+  it('answers every request as if all were open; a stream and a webhook miss nothing', async () => {
+    const keyOf = (orgId: string): string => keys.get(orgId) as string;
+    // o0: an event stream held open throughout; o1: a webhook (its organization is kept open from then on).
+    const stream = await SseClient.open(urlOf(server, '/events'), { Authorization: `Bearer ${keyOf('o0')}` });
+    expect(stream.status).to.equal(200);
+    const hook = await api(urlOf(server, '/webhooks'), { method: 'POST', key: keyOf('o1'), body: { url: receiver.url } });
+    expect(hook.status, JSON.stringify(hook.body)).to.equal(200);
+
+    const next = random(20261124);
+    const below = (n: number): number => Math.floor(next() * n);
+    const written = new Map<string, string>();
+    const commits = new Map<string, number>(ORGS.map((o) => [o, 0]));
+    const unexpected: string[] = [];
+    const worker = async (w: number): Promise<void> => {
+      for (let i = 0; i < 40; i++) {
+        const orgId = ORGS[below(ORGS.length)] as string;
+        const path = `w${w}/n${below(3)}.md`;
+        const key = keyOf(orgId);
+        const op = below(4);
+        if (op === 0) {
+          const content = `quince ${w} ${i}`;
+          const res = await api(`${server.url}${ITEMS}/${path}`, { method: 'PUT', key, body: { content } });
+          if (res.status !== 200 && res.status !== 201) unexpected.push(`PUT ${orgId} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+          else {
+            written.set(`${orgId}:${path}`, content);
+            commits.set(orgId, (commits.get(orgId) ?? 0) + 1);
+          }
+        } else if (op === 1) {
+          const res = await api(`${server.url}${ITEMS}/${path}`, { key });
+          const expected = written.has(`${orgId}:${path}`) ? 200 : 404;
+          if (res.status !== expected) unexpected.push(`GET ${orgId} ${path}: ${res.status}, expected ${expected}`);
+        } else if (op === 2) {
+          const res = await api(`${server.url}/api/v1/knowledge/search?q=quince`, { key });
+          if (res.status !== 200) unexpected.push(`search ${orgId}: ${res.status} ${JSON.stringify(res.body)}`);
+        } else {
+          const res = await api(`${server.url}${LIST}`, { key });
+          if (res.status !== 200) unexpected.push(`list ${orgId}: ${res.status} ${JSON.stringify(res.body)}`);
+        }
+      }
+    };
+    await Promise.all([0, 1, 2, 3, 4, 5].map(worker));
+    expect(unexpected).to.deep.equal([]);
+
+    // Every write is there, read and found, in organizations closed and opened many times over.
+    for (const [key, content] of written) {
+      const [orgId, path] = key.split(':') as [string, string];
+      const res = await api(`${server.url}${ITEMS}/${path}`, { key: keyOf(orgId) });
+      expect((res.body?.data as { item: { content: string } } | undefined)?.item.content, `${key}: ${res.status} ${JSON.stringify(res.body)}`).to.equal(content);
+    }
+    for (const orgId of ORGS) {
+      const res = await api(`${server.url}/api/v1/knowledge/search?q=quince&limit=100`, { key: keyOf(orgId) });
+      const paths = (res.body?.data as { results: Array<{ path: string }> }).results.map((r) => r.path).sort();
+      const expected = [...written.keys()].filter((k) => k.startsWith(`${orgId}:`)).map((k) => k.slice(orgId.length + 1)).sort();
+      expect(paths, orgId).to.deep.equal(expected);
+    }
+
+    // The stream's organization stayed open under it and told of every commit; the webhook's, of every one too.
+    await stream.waitFor(commits.get('o0') as number, 20_000);
+    expect(stream.commits()).to.have.length(commits.get('o0') as number);
+    stream.close();
+    await receiver.waitFor(() => receiver.received.length >= (commits.get('o1') as number), 20_000, 'the webhook deliveries');
+    expect(receiver.received.filter((r) => r.answer === 200)).to.have.length(commits.get('o1') as number);
+
+    const metrics = async (): Promise<string> => (await fetch(`${server.url}/metrics`)).text();
+    expect(metric(await metrics(), 'knowledge_organizations_closed_total')).to.be.greaterThan(10);
+    // At rest: o1 (its webhook keeps it) and at most one more, once the ended stream has let o0 go (the fan-out
+    // process notices a closed stream a moment later).
+    const deadline = Date.now() + 10_000;
+    let open = metric(await metrics(), 'knowledge_open_organizations');
+    while (open > 2 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      open = metric(await metrics(), 'knowledge_open_organizations');
+    }
+    expect(open).to.be.at.most(2);
+  });
+});
