@@ -15,7 +15,7 @@ export type Readiness = { ready: true } | { ready: false; reason: string };
 
 /**
  * Whether the server can serve (contract §12): the data directory takes a write and fsync now, and every
- * organization is open. The verdict is cached for a second and shared by concurrent probes; opening the
+ * organization has been opened (those beyond KNOWLEDGE_MAX_OPEN_ORGS may be closed again since). The verdict is cached for a second and shared by concurrent probes; opening the
  * organizations starts with the first probe and goes on in the background when it takes longer than a probe.
  */
 export function readinessCheck(orgs: OrgStore, now: () => number = () => performance.now()): () => Promise<Readiness> {

@@ -38,6 +38,8 @@ export class OpenOrgs<R extends OpenRepo> {
   /** A use counter: each hold stamps its slot with the next value, so the smallest is the least recently used. */
   private uses = 0;
   private readonly kept = new Set<string>();
+  /** Organizations opened at least once by this process (`openEach` does not open them again). */
+  private readonly openedOnce = new Set<string>();
   private readonly closing = new Map<string, Promise<void>>();
 
   constructor(
@@ -80,12 +82,18 @@ export class OpenOrgs<R extends OpenRepo> {
     );
   }
 
-  /** Opens each of `ids`, a few at a time (memory and the disk are not asked for all at once); says which could not be. */
+  /**
+   * Opens each of `ids` that this process has not opened before, a few at a time (memory and the disk are not
+   * asked for all at once); says which could not be. One opened before counts as opened: readiness, which asks
+   * every second, never reopens what the limit closed.
+   */
   async openEach(ids: readonly string[]): Promise<{ opened: number; failed: string[] }> {
-    const opened = new Array<boolean>(ids.length).fill(false);
+    const opened = ids.map((id) => this.openedOnce.has(id));
     let next = 0;
     const opener = async (): Promise<void> => {
-      for (let i = next++; i < ids.length; i = next++) opened[i] = await this.get(ids[i] as string).then((repo) => repo !== null, () => false);
+      for (let i = next++; i < ids.length; i = next++) {
+        if (!opened[i]) opened[i] = await this.get(ids[i] as string).then((repo) => repo !== null, () => false);
+      }
     };
     await Promise.all(Array.from({ length: Math.min(OPEN_AT_ONCE, ids.length) }, opener));
     return { opened: opened.filter(Boolean).length, failed: ids.filter((_id, i) => !opened[i]) };
@@ -126,6 +134,7 @@ export class OpenOrgs<R extends OpenRepo> {
         if (!repo) return void this.slots.delete(orgId);
         slot.repo = repo;
         this.openCount++;
+        this.openedOnce.add(orgId);
         this.shed();
       },
       // A failed or missing open is not kept: the organization may be created or repaired later.

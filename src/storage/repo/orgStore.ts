@@ -292,8 +292,9 @@ export class OrgStore {
   }
 
   /**
-   * Opens every organization (readiness: the first request to each is then not the one that waits; with `maxOpen`,
-   * those beyond it are closed again as others open); says which could not be.
+   * Opens every organization this process has not opened before (readiness: the first request to each is then
+   * not the one that waits; with `maxOpen`, those beyond it are closed again as others open, and not opened
+   * again by the next probe); says which could not be.
    */
   async openAll(): Promise<{ opened: number; failed: string[] }> {
     return this.repos.openEach(await this.list());

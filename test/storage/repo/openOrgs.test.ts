@@ -195,4 +195,17 @@ describe('storage: open organizations, and closing the idle ones', () => {
     expect(result).to.deep.equal({ opened: ids.length - 1, failed: ['missing'] });
     expect(most).to.be.within(2, 8);
   });
+
+  it('openEach does not open again what it opened before and the limit closed since (readiness asks every second)', async () => {
+    const h = harness(2);
+    h.existing.delete('e');
+    const ids = ['a', 'b', 'c', 'd', 'e'];
+    expect(await h.orgs.openEach(ids)).to.deep.equal({ opened: 4, failed: ['e'] });
+    expect(h.made).to.have.length(4);
+    expect(h.orgs.stats().openOrganizations).to.equal(2);
+    // Again: a and b are closed, but were opened: only e, which failed, is tried again, and now exists.
+    h.existing.add('e');
+    expect(await h.orgs.openEach(ids)).to.deep.equal({ opened: 5, failed: [] });
+    expect(h.made.map((r) => r.orgId)).to.deep.equal(['a', 'b', 'c', 'd', 'e']);
+  });
 });
