@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { loadConfig } from '../../src/app/config.js';
 import { Receiver } from '../support/receiver.js';
 import { random } from '../support/random.js';
 import { SseClient } from '../support/sse.js';
@@ -32,6 +33,15 @@ describe('HTTP: organizations closed for being idle (KNOWLEDGE_MAX_OPEN_ORGS)', 
   after(async () => {
     await server?.close();
     await receiver?.close();
+  });
+
+  it('KNOWLEDGE_MAX_OPEN_ORGS and --max-open-orgs: 1000 by default, 0 for no limit, anything else refused', () => {
+    expect(loadConfig({}).maxOpenOrgs).to.equal(1_000);
+    expect(loadConfig({ KNOWLEDGE_MAX_OPEN_ORGS: '0' }).maxOpenOrgs).to.equal(0);
+    expect(loadConfig({ KNOWLEDGE_MAX_OPEN_ORGS: '50' }, { maxOpenOrgs: '7' }).maxOpenOrgs).to.equal(7);
+    for (const bad of ['-1', 'many', '1.5']) {
+      expect(() => loadConfig({ KNOWLEDGE_MAX_OPEN_ORGS: bad })).to.throw(`KNOWLEDGE_MAX_OPEN_ORGS must be an integer from 0 to 10000000 (got "${bad}")`);
+    }
   });
 
   it('answers every request as if all were open; a stream and a webhook miss nothing', async () => {
