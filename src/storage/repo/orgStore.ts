@@ -1,21 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import git from 'isomorphic-git';
 import { errnoCode } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { silentMetrics, type Metrics } from '../../common/metrics.js';
-import { hideCredentials } from '../../common/redact.js';
 import { OrgAlreadyExists } from '../errors.js';
 import { fsyncDir, fsyncTree, pathExists, writeAndSync } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, ObjectCounts, RepackReport, UploadPack } from '../git/gitCli.js';
-import { ObjectStager } from '../git/objectStager.js';
-import { compareAndSwapRef, MAIN_REF } from '../git/refs.js';
-import { TreeEditor } from '../git/treeEditor.js';
-import { stageCommit } from './commitBuilder.js';
-import { LAYOUT, STORE_CONFIG } from './itemRecord.js';
+import { MAIN_REF } from '../git/refs.js';
+import { LAYOUT } from './itemRecord.js';
 import { OpenOrgs, type OrgLease } from './openOrgs.js';
 import { OrgRepo } from './orgRepo.js';
+import { cloneMainOnly, writeFirstCommit } from './repoBirth.js';
 import { SearchIndex, type ReadNeed } from '../search/searchIndex.js';
 import { verifyRepository, type StoreRules, type VerifyReport } from './verify.js';
 
@@ -148,21 +144,7 @@ export class OrgStore {
     if (await this.exists(orgId)) throw new OrgAlreadyExists({ orgId });
     const tmp = `${this.root}/.creating-${orgId}-${randomBytes(4).toString('hex')}`;
     try {
-      await git.init({ fs: { promises: fs }, dir: tmp, gitdir: tmp, bare: true, defaultBranch: 'main' });
-      const stager = new ObjectStager();
-      const blob = stager.writeBlob(Buffer.from(`${JSON.stringify(STORE_CONFIG, null, 2)}\n`, 'utf8'));
-      const { commitId } = await stageCommit({
-        trees: new TreeEditor(async () => []),
-        stager,
-        root: null,
-        head: null,
-        changes: [{ path: LAYOUT.configPath, oid: blob }],
-        author: { name: 'knowledge-store', email: 'knowledge-store' },
-        when: now,
-        message: `Create organization ${orgId}\n`,
-      });
-      await stager.flush(fs, tmp);
-      await compareAndSwapRef({ fs, gitdir: tmp, expected: null, next: commitId });
+      await writeFirstCommit({ fs, gitdir: tmp, orgId, now });
       await fsyncTree(fs, tmp);
       await fs.rename(tmp, this.gitdirOf(orgId));
       await fsyncDir(fs, this.root);
@@ -176,31 +158,15 @@ export class OrgStore {
 
   /**
    * Clones `source` (a git URL or path) into a temporary bare repository next to
-   * the organizations, for `org import` to check before `adopt` or `discard`.
-   * Objects are checked on receipt (transfer.fsckObjects: no `.git` or `..` tree
-   * entries), the clone keeps only `main`, and the remote is removed: its URL may
-   * hold a key.
+   * the organizations, for `org import` to check before `adopt` or `discard`
+   * (see cloneMainOnly: only `main`, objects checked, the remote removed).
    */
   async cloneForImport(orgId: string, source: string): Promise<{ gitdir: string; problems: string[] }> {
     const { fs } = this.options;
     await fs.mkdir(this.root, { recursive: true });
     if (await this.exists(orgId)) throw new OrgAlreadyExists({ orgId });
     const gitdir = `${this.root}/.importing-${orgId}-${randomBytes(4).toString('hex')}`;
-    const local = !/^[a-z][a-z0-9+.-]*:\/\//i.test(source);
-    const clone = await this.options.git.run([
-      '-c', 'transfer.fsckObjects=true',
-      '-c', 'protocol.file.allow=always',
-      'clone', '--bare', '--quiet', ...(local ? ['--no-local'] : []), '--', source, gitdir,
-    ]);
-    if (clone.code !== 0) return { gitdir, problems: [`git clone failed: ${hideCredentials(clone.output.trim(), source)}`] };
-    const git = (...argv: string[]): Promise<{ code: number; output: string }> => this.options.git.run(['--git-dir', gitdir, ...argv]);
-    await git('remote', 'remove', 'origin');
-    const main = await git('rev-parse', '--verify', '--quiet', `${MAIN_REF}^{commit}`);
-    if (main.code !== 0) return { gitdir, problems: ['the source has no branch main'] };
-    await git('symbolic-ref', 'HEAD', MAIN_REF);
-    const refs = (await git('for-each-ref', '--format=%(refname)')).output.split('\n').filter((r) => r && r !== MAIN_REF);
-    for (const ref of refs) await git('update-ref', '-d', ref);
-    return { gitdir, problems: [] };
+    return { gitdir, problems: await cloneMainOnly({ git: this.options.git, source, gitdir }) };
   }
 
   /** Makes a checked import the organization's repository, durably. */
