@@ -31,6 +31,7 @@ export class PromMetrics implements Metrics {
   private readonly repackSeconds: Histogram<'result'>;
   private readonly searchSeconds: Histogram;
   private readonly searchRefusals: Counter;
+  private readonly searchQuerySeconds: Counter;
   private readonly orgCloses: Counter;
   private readonly pushes: Counter<'result'>;
   private readonly pushSeconds: Histogram;
@@ -50,6 +51,7 @@ export class PromMetrics implements Metrics {
     this.fsyncSeconds = new Histogram({ name: 'knowledge_group_commit_fsync_seconds', help: 'Time a group commit spent making its pack durable (fsyncs)', buckets: LATENCY, registers });
     this.repackSeconds = new Histogram({ name: 'knowledge_repack_duration_seconds', help: 'Time a repack with C git took, by result (ok, failed)', labelNames: ['result'], buckets: SLOW, registers });
     this.searchSeconds = new Histogram({ name: 'knowledge_search_duration_seconds', help: 'Time to answer a search query', buckets: LATENCY, registers });
+    this.searchQuerySeconds = new Counter({ name: 'knowledge_search_query_seconds_total', help: 'Time search queries took themselves, waits left out: what keys are charged of their search time', registers });
     this.searchRefusals = new Counter({ name: 'knowledge_search_time_refusals_total', help: 'Searches refused (429) because their key had used its search time', registers });
     this.orgCloses = new Counter({ name: 'knowledge_organizations_closed_total', help: 'Organizations closed for being idle while more than KNOWLEDGE_MAX_OPEN_ORGS were open', registers });
     this.pushes = new Counter({ name: 'knowledge_replication_pushes_total', help: 'Pushes to git mirrors, by result (pushed, rejected, failed)', labelNames: ['result'], registers });
@@ -129,8 +131,9 @@ export class PromMetrics implements Metrics {
     this.repackSeconds.observe({ result: r.ok ? 'ok' : 'failed' }, r.seconds);
   }
 
-  search(s: { seconds: number }): void {
+  search(s: { seconds: number; querySeconds: number }): void {
     this.searchSeconds.observe(s.seconds);
+    this.searchQuerySeconds.inc(s.querySeconds);
   }
 
   searchRefused(): void {

@@ -10,8 +10,11 @@ export interface Metrics {
   groupCommit(c: { commits: number; fsyncSeconds: number }): void;
   /** One repack of a repository with C git. */
   repack(r: { seconds: number; ok: boolean }): void;
-  /** One search query answered. */
-  search(s: { seconds: number }): void;
+  /**
+   * One search query answered: `seconds` from its call to its answer, waits for a catch-up or a staged batch
+   * included; `querySeconds` its own time, what its key's search time is charged (http/searchTime.ts).
+   */
+  search(s: { seconds: number; querySeconds: number }): void;
   /** One search refused because its key had used its search time (a 429; http/searchTime.ts). */
   searchRefused(): void;
   /** One organization closed for being idle while too many were open (storage/repo/openOrgs.ts). */

@@ -164,6 +164,23 @@ describe('search time per key (HTTP and MCP)', function () {
     expect(await scrape()).to.equal(before + 1);
   });
 
+  it('GET /metrics adds each answered search\'s own time to knowledge_search_query_seconds_total, never its refusals\'', async () => {
+    const scrape = async (): Promise<{ query: number; total: number }> => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      const value = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+      return { query: value('knowledge_search_query_seconds_total'), total: value('knowledge_search_duration_seconds_sum') };
+    };
+    const fresh = await server.key('reader');
+    const before = await scrape();
+    for (let i = 0; i < 3; i++) expect((await api(`${server.url}${SEARCH}?q=plum`, { key: fresh })).status).to.equal(200);
+    const after = await scrape();
+    expect(after.query).to.be.greaterThan(before.query);
+    // Its own time only: never more than the histogram's, which counts the waits too.
+    expect(after.query - before.query).to.be.at.most(after.total - before.total + 1e-9);
+    expect((await api(`${server.url}${SEARCH}?q=%22open`, { key: fresh })).status).to.equal(400);
+    expect((await scrape()).query).to.equal(after.query);
+  });
+
   it('a query refused as bad input costs no search time', async () => {
     // The rule is the unit test's (a failed search is charged nothing); end to end, 400 refusals leave the key's
     // search time whole.
