@@ -51,7 +51,8 @@ interface OrgHooks {
  * change goes through it, so the API and the workers never write over each other.
  */
 export class Webhooks {
-  private readonly orgs = new Map<string, Promise<OrgHooks>>();
+  /** Each organization's hooks, as loaded for its repository open now (see `of`). */
+  private readonly orgs = new Map<string, { repo: OrgRepo; hooks: Promise<OrgHooks> }>();
   private stopping = false;
 
   constructor(
@@ -72,7 +73,7 @@ export class Webhooks {
     for (const orgId of await this.deps.orgs.list()) {
       try {
         if (!(await new WebhookFile(this.deps.fs, this.deps.orgs.gitdirOf(orgId)).exists())) continue;
-        // Held while its hooks load: once they do, the organization is kept open (see `of`).
+        // Held while its hooks load: one that has any is kept open from then on (see `of`).
         const lease = await this.deps.orgs.hold(orgId);
         if (!lease) continue;
         try {
@@ -105,6 +106,8 @@ export class Webhooks {
       stoppedReason: null,
       deliveries: [],
     };
+    // Its workers hold the repository from now on: it is not to be closed for being idle.
+    this.deps.orgs.keepOpen(args.repo.orgId);
     org.hooks.push(hook);
     try {
       await this.persist(org);
@@ -142,8 +145,8 @@ export class Webhooks {
   /** Stops every worker (a delivery in flight finishes or times out); what is left resumes at the next start. */
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const pending of this.orgs.values()) {
-      const org = await pending.catch(() => null);
+    for (const { hooks } of this.orgs.values()) {
+      const org = await hooks.catch(() => null);
       if (org) await Promise.all([...org.workers.values()].map((w) => w.stop()));
     }
   }
@@ -170,21 +173,26 @@ export class Webhooks {
     return { url: url.href, events, prefix: input.prefix === undefined ? null : validateFolderPrefix(input.prefix) };
   }
 
+  /**
+   * The organization's hooks, loaded once per opening of its repository. One that has hooks is kept open from
+   * then on (its workers hold the repository), so it is loaded once; one with none may be closed for being idle
+   * and opened again, and is then loaded again, for the repository it has now.
+   */
   private of(repo: OrgRepo): Promise<OrgHooks> {
-    let pending = this.orgs.get(repo.orgId);
-    if (!pending) {
-      // Its hooks' workers hold this repository from now on: it is not to be closed for being idle.
-      this.deps.orgs.keepOpen(repo.orgId);
-      pending = this.load(repo);
-      this.orgs.set(repo.orgId, pending);
-      pending.catch(() => this.orgs.delete(repo.orgId));
-    }
-    return pending;
+    const cached = this.orgs.get(repo.orgId);
+    if (cached?.repo === repo) return cached.hooks;
+    const entry = { repo, hooks: this.load(repo) };
+    this.orgs.set(repo.orgId, entry);
+    entry.hooks.catch(() => {
+      if (this.orgs.get(repo.orgId) === entry) this.orgs.delete(repo.orgId);
+    });
+    return entry.hooks;
   }
 
   private async load(repo: OrgRepo): Promise<OrgHooks> {
     const file = new WebhookFile(this.deps.fs, repo.gitdir);
     const org: OrgHooks = { repo, file, hooks: await file.read(), workers: new Map(), writing: Promise.resolve() };
+    if (org.hooks.length > 0) this.deps.orgs.keepOpen(repo.orgId);
     org.hooks.forEach((hook) => this.startWorker(org, hook));
     // Every published batch may hold a commit for a hook.
     this.deps.feed.watch(repo, () => org.workers.forEach((w) => w.wake()));

@@ -51,6 +51,8 @@ describe('HTTP: organizations closed for being idle (KNOWLEDGE_MAX_OPEN_ORGS)', 
     expect(stream.status).to.equal(200);
     const hook = await api(urlOf(server, '/webhooks'), { method: 'POST', key: keyOf('o1'), body: { url: receiver.url } });
     expect(hook.status, JSON.stringify(hook.body)).to.equal(200);
+    // Listing the others' (no) hooks keeps none of them open.
+    for (const orgId of ['o2', 'o3', 'o4', 'o5']) expect((await api(urlOf(server, '/webhooks'), { key: keyOf(orgId) })).status).to.equal(200);
 
     const next = random(20261124);
     const below = (n: number): number => Math.floor(next() * n);
@@ -107,10 +109,19 @@ describe('HTTP: organizations closed for being idle (KNOWLEDGE_MAX_OPEN_ORGS)', 
     await receiver.waitFor(() => receiver.received.length >= (commits.get('o1') as number), 20_000, 'the webhook deliveries');
     expect(receiver.received.filter((r) => r.answer === 200)).to.have.length(commits.get('o1') as number);
 
+    // o2's hooks (none) were loaded for a repository closed since: a hook made now is on the one open now.
+    const later = await api(urlOf(server, '/webhooks'), { method: 'POST', key: keyOf('o2'), body: { url: receiver.url } });
+    expect(later.status, JSON.stringify(later.body)).to.equal(200);
+    const before = receiver.received.length;
+    expect((await api(`${server.url}${ITEMS}/late.md`, { method: 'PUT', key: keyOf('o2'), body: { content: 'after the hook' } })).status).to.be.oneOf([200, 201]);
+    await receiver.waitFor(() => receiver.received.length > before, 20_000, 'the delivery of o2\'s commit');
+    expect(JSON.parse(receiver.received[before]?.body ?? '{}')).to.include({ organizationId: 'o2' });
+    await api(urlOf(server, `/webhooks/${(later.body?.data as { webhook: { id: string } }).webhook.id}`), { method: 'DELETE', key: keyOf('o2') });
+
     const metrics = async (): Promise<string> => (await fetch(`${server.url}/metrics`)).text();
     expect(metric(await metrics(), 'knowledge_organizations_closed_total')).to.be.greaterThan(10);
-    // At rest: o1 (its webhook keeps it) and at most one more, once the ended stream has let o0 go (the fan-out
-    // process notices a closed stream a moment later).
+    // At rest: o1 and o2 (their webhooks keep them: o2's though its hook is gone), once the ended stream has let o0
+    // go (the fan-out process notices a closed stream a moment later).
     const deadline = Date.now() + 10_000;
     let open = metric(await metrics(), 'knowledge_open_organizations');
     while (open > 2 && Date.now() < deadline) {
