@@ -4,13 +4,15 @@
  * ones holds up to that many: this prints the server's VmRSS (after a full GC) as it opens, writes to and
  * searches one small organization after another.
  *
- *   npm run build && npx tsx test/bench/orgMemory.ts [--orgs 200] [--items 10] [--mode searched|indexed|off] [--max-open 0] [--baseline <checkout>]
+ *   npm run build && npx tsx test/bench/orgMemory.ts [--orgs 200] [--items 10] [--mode searched|indexed|off] [--max-open 0] [--ready 0] [--baseline <checkout>]
  *
  * Each organization gets `--items` notes of ~1 KB, then (mode `searched`, the default) one search, which loads its
  * ranking index; `indexed` keeps search on but never searches (the SQLite index only); `off` runs with
  * KNOWLEDGE_SEARCH=off. `--baseline` runs another checkout's build (`npm run build` there) on a copy of the
  * same organizations, after ours: before and after, side by side. The organizations are made in-process
- * before any server starts (the CLI takes a second each).
+ * before any server starts (the CLI takes a second each). `--ready n` then starts each build n times more, in
+ * turns, on the organizations as the pass left them, and times its first readiness (GET /readyz opens every
+ * organization) and the VmRSS once ready.
  */
 import { cp, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -27,10 +29,11 @@ const ITEMS = options.number('--items', 10);
 const MODE = options.text('--mode') ?? 'searched';
 const BASELINE = options.text('--baseline');
 const MAX_OPEN = options.number('--max-open', 0);
+const READY = options.number('--ready', 0);
 const EVERY = Math.max(1, Math.min(50, Math.floor(ORGS / 4)));
 if (!['searched', 'indexed', 'off'].includes(MODE)) throw new Error(`--mode must be searched, indexed or off (got ${MODE})`);
 if (!(Number.isInteger(ORGS) && ORGS > 0 && Number.isInteger(ITEMS) && ITEMS > 0)) throw new Error('--orgs and --items must be whole numbers above 0');
-if (!(Number.isInteger(MAX_OPEN) && MAX_OPEN >= 0)) throw new Error('--max-open must be a whole number, 0 or more');
+if (!(Number.isInteger(MAX_OPEN) && MAX_OPEN >= 0 && Number.isInteger(READY) && READY >= 0)) throw new Error('--max-open and --ready must be whole numbers, 0 or more');
 
 const settings = loadSettings();
 const work = join(settings.outDir, 'work', 'orgmemory');
@@ -110,6 +113,27 @@ async function timeReopening(who: string, served: Served, orgs: Array<{ orgId: s
   console.log(`${who}: a list in an organization closed for being idle: median ${median(closed).toFixed(1)} ms, max ${Math.max(...closed).toFixed(1)} ms; in an open one: median ${median(open).toFixed(1)} ms`);
 }
 
+/** From the first GET /readyz to its first 200, with every organization on disk to open; then VmRSS (no GC asked). */
+async function timeReadiness(who: string, dataDir: string, cli?: string): Promise<{ ms: number; rss: number }> {
+  const served = await startOurServer({ dataDir, pinning: UNPINNED, cli, env: { LOG_LEVEL: 'warn', KNOWLEDGE_SEARCH: MODE === 'off' ? 'off' : 'on', KNOWLEDGE_MAX_OPEN_ORGS: String(MAX_OPEN) } });
+  try {
+    const started = performance.now();
+    for (;;) {
+      const res = await fetch(`${served.url}/readyz`);
+      await res.arrayBuffer();
+      if (res.status === 200) break;
+      if (performance.now() - started > 600_000) throw new Error(`${who}: not ready after 10 minutes`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const ms = performance.now() - started;
+    const rss = (await memoryOf(served.pid))?.rssMiB ?? NaN;
+    console.log(`${who}: ready in ${ms.toFixed(0)} ms, ${rss.toFixed(0)} MiB`);
+    return { ms, rss };
+  } finally {
+    await served.stop();
+  }
+}
+
 const dataDir = join(work, 'data');
 console.log(`making ${ORGS} organizations (mode ${MODE}, ${ITEMS} items each; at most ${MAX_OPEN || 'all'} open)`);
 const orgs = await makeOrganizations(dataDir);
@@ -128,4 +152,23 @@ for (const { who, points } of runs) {
   const first = points[0]?.rss ?? 0;
   const last = points[points.length - 1] ?? { orgs: 1, rss: first };
   console.log(`| ${who} | ${points.map((p) => `${p.rss.toFixed(0)} MiB`).join(' | ')} | ${((last.rss - first) / last.orgs).toFixed(2)} |`);
+}
+
+if (READY > 0) {
+  console.log(`\nreadiness of ${ORGS} organizations, ${READY} starts of each build in turns (at most ${MAX_OPEN || 'all'} open)`);
+  const ready = new Map<string, Array<{ ms: number; rss: number }>>();
+  for (let round = 0; round < READY; round++) {
+    for (const { who } of runs) {
+      const cli = who === 'baseline' && BASELINE ? join(BASELINE, 'dist/src/cli/main.js') : undefined;
+      const times = ready.get(who) ?? [];
+      times.push(await timeReadiness(who, who === 'baseline' && theirs ? theirs : dataDir, cli));
+      ready.set(who, times);
+    }
+  }
+  console.log('\n| build | first /readyz to 200 | VmRSS once ready |');
+  console.log('|---|---|---|');
+  for (const [who, times] of ready) {
+    const span = (xs: number[]): string => `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`;
+    console.log(`| ${who} | ${span(times.map((t) => t.ms))} ms | ${span(times.map((t) => t.rss))} MiB |`);
+  }
 }
