@@ -6,7 +6,7 @@ import type { Metrics } from '../../common/metrics.js';
  * the disk: with 200 small organizations, 32 at a time were ready about as soon as all at once (2.5–2.9 s against
  * 2.2–2.7 s, test/bench/orgMemory.ts --ready) with ~45 MiB less RSS once ready; 8 at a time took longer.
  */
-const OPEN_AT_ONCE = 32;
+export const OPEN_AT_ONCE = 32;
 
 /** An organization's repository, held open for one user until `release` (which may be called more than once). */
 export interface OrgLease<R> {

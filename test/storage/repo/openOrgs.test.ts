@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { silentLogger } from '../../../src/common/log.js';
 import { silentMetrics } from '../../../src/common/metrics.js';
-import { OpenOrgs, type OpenRepo } from '../../../src/storage/repo/openOrgs.js';
+import { OPEN_AT_ONCE, OpenOrgs, type OpenRepo } from '../../../src/storage/repo/openOrgs.js';
 
 /** OpenOrgs over stand-in repositories: which ones it closes, when, and that nobody is handed a closed one. */
 
@@ -189,11 +189,11 @@ describe('storage: open organizations, and closing the idle ones', () => {
         running--;
       },
     });
-    for (let i = 0; i < 30; i++) h.existing.add(`org${i}`);
+    for (let i = 0; i < 2 * OPEN_AT_ONCE; i++) h.existing.add(`org${i}`);
     const ids = [...h.existing, 'missing'];
     const result = await h.orgs.openEach(ids);
     expect(result).to.deep.equal({ opened: ids.length - 1, failed: ['missing'] });
-    expect(most).to.be.within(2, 8);
+    expect(most).to.equal(OPEN_AT_ONCE);
   });
 
   it('openEach does not open again what it opened before and the limit closed since (readiness asks every second)', async () => {
