@@ -44,8 +44,9 @@ export interface StoreOptions {
  * The data directory as the server holds it: locked for this process (a
  * second server refuses to start), lock files left by a crash removed,
  * keys.json watched, key usage written out every 30 s, repositories repacked
- * as they grow, idle ones closed beyond `maxOpenOrgs` open. A fresh directory gets the default organization; its first
- * admin key goes to `announce` (stdout), once.
+ * as they grow, idle ones closed beyond `maxOpenOrgs` open. A fresh directory
+ * gets the default organization; its first admin key goes to `announce`
+ * (stdout), once.
  */
 export async function openServingStore(
   args: StoreOptions & { autoRepackObjects: number; maxOpenOrgs?: number; search?: boolean; announce: (line: string) => void; metrics?: Metrics; replication?: ReplicationSettings },

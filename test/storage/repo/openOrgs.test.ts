@@ -9,7 +9,9 @@ class FakeRepo implements OpenRepo {
   idle = true;
   queuedWrites = 0;
   closed = false;
-  /** Resolves the close when set (a close that takes its time). */
+  /** A close that takes its time: it ends when the test calls finishClose. */
+  slow = false;
+  /** Ends the close under way (set once close is called). */
   finishClose: (() => void) | null = null;
 
   constructor(readonly orgId: string, readonly generation: number) {}
@@ -23,8 +25,6 @@ class FakeRepo implements OpenRepo {
       if (!this.slow) this.finishClose();
     });
   }
-
-  slow = false;
 }
 
 interface Harness {
