@@ -247,11 +247,19 @@ export class OrgRepo {
 
   /** Refuses new writes, waits for the queued ones (and a running repack) to finish, and saves the index for a fast next start. */
   async close(): Promise<void> {
-    await this.pipeline.close();
-    await this.repacks?.settled();
-    await this.snapshots.save(this.state);
-    this.searchIndex?.close();
-    this.reader.close();
+    try {
+      await this.pipeline.close();
+      await this.repacks?.settled();
+      await this.snapshots.save(this.state);
+    } finally {
+      // The files are let go whatever failed above: an organization closed for being idle is opened again
+      // in this same process, and a pack descriptor or a search connection kept here would be kept for good.
+      try {
+        this.searchIndex?.close();
+      } finally {
+        this.reader.close();
+      }
+    }
   }
 
   /** Reads the branch, the index and the history log from disk, and swaps them in at once. */

@@ -1,3 +1,4 @@
+import { readdirSync, readlinkSync } from 'node:fs';
 import { expect } from 'chai';
 import { createLogger, type Logger } from '../../../src/common/log.js';
 import { silentMetrics } from '../../../src/common/metrics.js';
@@ -104,6 +105,37 @@ describe('storage: closing idle organizations (maxOpen)', function () {
       expect(again).to.not.equal(repo);
       expect((await getItem({ repo: again, actor: actorOf('acme'), path: 'late.md' })).content).to.equal('written while others come and go');
     });
+  });
+
+  it('a close lets go of its pack files even when its search index fails to close', async () => {
+    /** Descriptors this process holds open on acme's packs. */
+    const packsOpen = (): string[] =>
+      readdirSync('/proc/self/fd')
+        .map((fd) => {
+          try {
+            return readlinkSync(`/proc/self/fd/${fd}`);
+          } catch {
+            return ''; // closed meanwhile (the directory's own descriptor)
+          }
+        })
+        .filter((target) => target.startsWith(`${store.gitdirOf('acme')}/objects/pack/`));
+    await put('acme', 'a.md', 'a pear');
+    const search = await using('acme', async (repo) => {
+      for (const entry of repo.entries()) await repo.readContent(entry); // through the pack: its descriptor opens
+      return repo.search;
+    });
+    expect(packsOpen()).to.not.deep.equal([]);
+    const closeSearch = search?.close.bind(search);
+    if (search) search.close = () => { throw new Error('the disk is gone'); };
+    try {
+      await using('beta', async () => undefined); // acme is closed, and its search index fails to close
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(closes).to.equal(1);
+      expect(logged.map((l) => l.msg)).to.include('could not close an idle organization cleanly; it is opened again on its next use');
+      expect(packsOpen()).to.deep.equal([]);
+    } finally {
+      closeSearch?.();
+    }
   });
 
   it('users racing closes and opens never meet a closed repository, and every write is kept', async () => {
