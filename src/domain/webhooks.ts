@@ -43,8 +43,6 @@ interface OrgHooks {
   workers: Map<string, HookWorker>;
   /** Writes of the file, one after another. */
   writing: Promise<void>;
-  /** Stops the wake-ups after each published batch. */
-  unwatch: () => void;
 }
 
 /**
@@ -135,14 +133,6 @@ export class Webhooks {
     org.workers.delete(args.id);
     org.hooks.splice(at, 1);
     await this.persist(org);
-    // Its last hook gone (and none made meanwhile), nothing holds its repository: it may be closed for being
-    // idle again, and its hooks are loaded afresh for the repository it has then.
-    const cached = this.orgs.get(args.repo.orgId);
-    if (org.hooks.length === 0 && cached?.repo === org.repo) {
-      org.unwatch();
-      this.orgs.delete(args.repo.orgId);
-      this.deps.orgs.stopKeepingOpen(args.repo.orgId);
-    }
   }
 
   async deliveries(args: { repo: OrgRepo; actor: Actor; id: string }): Promise<DeliveryRecord[]> {
@@ -184,9 +174,9 @@ export class Webhooks {
   }
 
   /**
-   * The organization's hooks, loaded once per opening of its repository. One that has hooks is kept open until
-   * its last hook is deleted (its workers hold the repository), so it is loaded once; one with none may be closed
-   * for being idle and opened again, and is then loaded again, for the repository it has now.
+   * The organization's hooks, loaded once per opening of its repository. One that has hooks is kept open from
+   * then on (its workers hold the repository), so it is loaded once; one with none may be closed for being idle
+   * and opened again, and is then loaded again, for the repository it has now.
    */
   private of(repo: OrgRepo): Promise<OrgHooks> {
     const cached = this.orgs.get(repo.orgId);
@@ -201,11 +191,11 @@ export class Webhooks {
 
   private async load(repo: OrgRepo): Promise<OrgHooks> {
     const file = new WebhookFile(this.deps.fs, repo.gitdir);
-    const org: OrgHooks = { repo, file, hooks: await file.read(), workers: new Map(), writing: Promise.resolve(), unwatch: () => undefined };
+    const org: OrgHooks = { repo, file, hooks: await file.read(), workers: new Map(), writing: Promise.resolve() };
     if (org.hooks.length > 0) this.deps.orgs.keepOpen(repo.orgId);
     org.hooks.forEach((hook) => this.startWorker(org, hook));
     // Every published batch may hold a commit for a hook.
-    org.unwatch = this.deps.feed.watch(repo, () => org.workers.forEach((w) => w.wake()));
+    this.deps.feed.watch(repo, () => org.workers.forEach((w) => w.wake()));
     return org;
   }
 

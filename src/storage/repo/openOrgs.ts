@@ -103,14 +103,9 @@ export class OpenOrgs<R extends OpenRepo> {
     return { opened: opened.filter(Boolean).length, failed: ids.filter((_id, i) => !opened[i]) };
   }
 
-  /** Never closes the organization for being idle from now on (its webhooks' workers hold its repository)... */
+  /** Never closes the organization for being idle from now on (its webhooks' workers hold its repository). */
   keep(orgId: string): void {
     this.kept.add(orgId);
-  }
-
-  /** ...until this: it may be closed again, at once when more than `maxOpen` are open. */
-  letGo(orgId: string): void {
-    if (this.kept.delete(orgId) && this.deps.maxOpen > 0 && this.openCount > this.deps.maxOpen) this.shed();
   }
 
   /** Open now, and the writes queued across them. */

@@ -95,14 +95,9 @@ export class OrgStore {
     return this.repos.hold(orgId);
   }
 
-  /** Never closes the organization for being idle (its webhooks' workers hold its repository from now on)... */
+  /** Never closes the organization for being idle (its webhooks' workers hold its repository from now on). */
   keepOpen(orgId: string): void {
     this.repos.keep(orgId);
-  }
-
-  /** ...until this (its last webhook deleted). */
-  stopKeepingOpen(orgId: string): void {
-    this.repos.letGo(orgId);
   }
 
   private async openRepo(orgId: string): Promise<OrgRepo | null> {
