@@ -70,10 +70,14 @@ export async function openServingStore(
       autoRepackObjects: args.autoRepackObjects,
       metrics,
       search: args.search === false ? undefined : { readNeed },
-      opened: replication && ((repo) => replication.attach(repo)),
+      opened:
+        replication &&
+        ((repo) => {
+          // A mirrored organization's workers hold its repository for the server's life.
+          if (replication.replicates(repo.orgId)) orgs.keepOpen(repo.orgId);
+          return replication.attach(repo);
+        }),
       maxOpen: args.maxOpenOrgs,
-      // A mirrored organization's workers hold its repository for the server's life.
-      keepOpen: replication && ((orgId) => replication.replicates(orgId)),
     });
     const keys = new KeyStore({ fs, dataDir, logger, watch: watchDirectory });
     await keys.startWatching();

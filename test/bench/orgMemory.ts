@@ -20,6 +20,7 @@ import { openAdminStore } from '../../src/app/store.js';
 import { silentLogger } from '../../src/common/log.js';
 import { createOrganization } from '../../src/domain/orgs.js';
 import { GC_ON_SIGNAL, memoryOf, UNPINNED } from './machine.js';
+import { sleep } from '../support/sleep.js';
 import { startOurServer, type Served } from './processes.js';
 import { loadSettings, scriptOptions } from './settings.js';
 
@@ -36,6 +37,10 @@ if (!(Number.isInteger(ORGS) && ORGS > 0 && Number.isInteger(ITEMS) && ITEMS > 0
 if (!(Number.isInteger(MAX_OPEN) && MAX_OPEN >= 0 && Number.isInteger(READY) && READY >= 0)) throw new Error('--max-open and --ready must be whole numbers, 0 or more');
 
 const settings = loadSettings();
+/** What each start of either build runs with. */
+const SERVE_ENV = { LOG_LEVEL: 'warn', KNOWLEDGE_SEARCH: MODE === 'off' ? 'off' : 'on', KNOWLEDGE_MAX_OPEN_ORGS: String(MAX_OPEN) };
+/** The baseline's CLI, when there is one. */
+const BASELINE_CLI = BASELINE ? join(BASELINE, 'dist/src/cli/main.js') : undefined;
 const work = join(settings.outDir, 'work', 'orgmemory');
 
 /** ORGS organizations, each with its admin key, in a fresh data dir. */
@@ -56,12 +61,12 @@ async function makeOrganizations(dataDir: string): Promise<Array<{ orgId: string
 /** VmRSS in MiB after a full GC of the server (gcOnSignal.cjs answers SIGUSR2). */
 async function rssAfterGc(served: Served): Promise<number> {
   process.kill(served.pid, 'SIGUSR2');
-  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  await sleep(1_500);
   return (await memoryOf(served.pid))?.rssMiB ?? NaN;
 }
 
 async function measure(who: string, dataDir: string, orgs: Array<{ orgId: string; secret: string }>, cli?: string): Promise<Array<{ orgs: number; rss: number }>> {
-  const served = await startOurServer({ dataDir, pinning: UNPINNED, cli, env: { ...GC_ON_SIGNAL, LOG_LEVEL: 'warn', KNOWLEDGE_SEARCH: MODE === 'off' ? 'off' : 'on', KNOWLEDGE_MAX_OPEN_ORGS: String(MAX_OPEN) } });
+  const served = await startOurServer({ dataDir, pinning: UNPINNED, cli, env: { ...GC_ON_SIGNAL, ...SERVE_ENV } });
   const points = [{ orgs: 0, rss: await rssAfterGc(served) }];
   console.log(`${who}: ${points[0]?.rss.toFixed(0)} MiB with no organization open`);
   try {
@@ -115,7 +120,7 @@ async function timeReopening(who: string, served: Served, orgs: Array<{ orgId: s
 
 /** From the first GET /readyz to its first 200, with every organization on disk to open; then VmRSS (no GC asked). */
 async function timeReadiness(who: string, dataDir: string, cli?: string): Promise<{ ms: number; rss: number }> {
-  const served = await startOurServer({ dataDir, pinning: UNPINNED, cli, env: { LOG_LEVEL: 'warn', KNOWLEDGE_SEARCH: MODE === 'off' ? 'off' : 'on', KNOWLEDGE_MAX_OPEN_ORGS: String(MAX_OPEN) } });
+  const served = await startOurServer({ dataDir, pinning: UNPINNED, cli, env: SERVE_ENV });
   try {
     const started = performance.now();
     for (;;) {
@@ -123,7 +128,7 @@ async function timeReadiness(who: string, dataDir: string, cli?: string): Promis
       await res.arrayBuffer();
       if (res.status === 200) break;
       if (performance.now() - started > 600_000) throw new Error(`${who}: not ready after 10 minutes`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
     }
     const ms = performance.now() - started;
     const rss = (await memoryOf(served.pid))?.rssMiB ?? NaN;
@@ -144,7 +149,7 @@ if (theirs) {
   await cp(dataDir, theirs, { recursive: true });
 }
 runs.push({ who: 'ours', points: await measure('ours', dataDir, orgs) });
-if (theirs && BASELINE) runs.push({ who: 'baseline', points: await measure('baseline', theirs, orgs, join(BASELINE, 'dist/src/cli/main.js')) });
+if (theirs) runs.push({ who: 'baseline', points: await measure('baseline', theirs, orgs, BASELINE_CLI) });
 
 console.log(`\n| build | ${runs[0]?.points.map((p) => `${p.orgs} orgs`).join(' | ')} | MiB per organization (last point) |`);
 console.log(`|---|${runs[0]?.points.map(() => '---').join('|')}|---|`);
@@ -159,9 +164,9 @@ if (READY > 0) {
   const ready = new Map<string, Array<{ ms: number; rss: number }>>();
   for (let round = 0; round < READY; round++) {
     for (const { who } of runs) {
-      const cli = who === 'baseline' && BASELINE ? join(BASELINE, 'dist/src/cli/main.js') : undefined;
+      const baseline = who === 'baseline' && theirs !== undefined;
       const times = ready.get(who) ?? [];
-      times.push(await timeReadiness(who, who === 'baseline' && theirs ? theirs : dataDir, cli));
+      times.push(await timeReadiness(who, baseline ? theirs : dataDir, baseline ? BASELINE_CLI : undefined));
       ready.set(who, times);
     }
   }

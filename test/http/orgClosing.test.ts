@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { loadConfig } from '../../src/app/config.js';
+import { eventually } from '../support/gitDaemon.js';
 import { Receiver } from '../support/receiver.js';
 import { random } from '../support/random.js';
 import { SseClient } from '../support/sse.js';
@@ -123,12 +124,6 @@ describe('HTTP: organizations closed for being idle (KNOWLEDGE_MAX_OPEN_ORGS)', 
     expect(metric(await metrics(), 'knowledge_organizations_closed_total')).to.be.greaterThan(10);
     // At rest: o1 and o2 (their webhooks keep them: o2's though its hook is gone), once the ended stream has let o0
     // go (the fan-out process notices a closed stream a moment later).
-    const deadline = Date.now() + 10_000;
-    let open = metric(await metrics(), 'knowledge_open_organizations');
-    while (open > 2 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      open = metric(await metrics(), 'knowledge_open_organizations');
-    }
-    expect(open).to.be.at.most(2);
+    await eventually('at most 2 organizations open', async () => (metric(await metrics(), 'knowledge_open_organizations') <= 2 ? true : undefined), 10_000);
   });
 });

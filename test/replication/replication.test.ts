@@ -27,6 +27,25 @@ describe('replication to a git mirror (git daemon on 127.0.0.1)', function () {
     await tmp.cleanup();
   });
 
+  it('keeps a mirrored organization open past KNOWLEDGE_MAX_OPEN_ORGS: its writes still reach the mirror while others come and go', async () => {
+    const mirror = await daemon.create('default.git');
+    // Only "default" is mirrored; with one organization allowed open, every request to another closes what it can.
+    ({ server } = await replicatingServer({ ...replicating([]), remotes: [{ org: 'default', url: daemon.url('default.git') }] }, { maxOpenOrgs: 1 }));
+    const s = server;
+    const admin = s.adminKey;
+    await eventually('the start push', () => firstMirrorWhen(s, admin, (m, h) => m.state === 'ok' && m.pushedCommit === h));
+    const others = await Promise.all(['o1', 'o2'].map((orgId) => s.org(orgId)));
+    for (let i = 0; i < 3; i++) {
+      for (const key of others) await put(s, key, `n${i}.md`, `other ${i}\n`);
+      await put(s, admin, `notes/n${i}.md`, `note ${i}\n`);
+    }
+    const node = await head(s.gitdir());
+    await eventually('the mirror at the node head', () => firstMirrorWhen(s, admin, (m) => m.pushedCommit === node && m.lagCommits === 0));
+    expect(await head(mirror)).to.equal(node);
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    expect(Number(/^knowledge_organizations_closed_total (\S+)$/m.exec(metrics)?.[1])).to.be.at.least(3);
+  });
+
   it('pushes every write to the mirror: same commits, same trees, a clone of the mirror reads the same items, fsck clean', async () => {
     const mirror = await daemon.create('default.git');
     ({ server } = await replicatingServer(replicating([daemon.url('{org}.git')])));

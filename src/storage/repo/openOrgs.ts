@@ -29,7 +29,7 @@ export interface OpenRepo {
  *   its life (`hold`);
  * - have nothing under way: a write, a repack, a search build (`idle`);
  * - are not kept open for good: an organization with webhooks or mirrors has workers that hold its repository
- *   (`keep`, `keepOpen`).
+ *   (`keep`).
  * The limit gives way rather than wait: while every open one is held, busy or kept, more stay open, and the
  * next release or open closes what has become closable. A repository being closed is opened again for its next
  * user only once its close has finished: its files (the search index, the ref lock) have one writer at a time.
@@ -51,8 +51,6 @@ export class OpenOrgs<R extends OpenRepo> {
       openRepo: (orgId: string) => Promise<R | null>;
       /** At most this many open while some can be closed (0: no limit, nothing is closed before `closeAll`). */
       maxOpen: number;
-      /** Organizations never closed for being idle (the server's: those with mirrors). */
-      keepOpen?: (orgId: string) => boolean;
       logger: Logger;
       metrics: Metrics;
     },
@@ -103,7 +101,7 @@ export class OpenOrgs<R extends OpenRepo> {
     return { opened: opened.filter(Boolean).length, failed: ids.filter((_id, i) => !opened[i]) };
   }
 
-  /** Never closes the organization for being idle from now on (its webhooks' workers hold its repository). */
+  /** Never closes the organization for being idle from now on (its webhooks' or mirrors' workers hold its repository). */
   keep(orgId: string): void {
     this.kept.add(orgId);
   }
@@ -156,13 +154,13 @@ export class OpenOrgs<R extends OpenRepo> {
 
   /** Closes the least recently used closable repositories while more than `maxOpen` are open. */
   private shed(): void {
-    const { maxOpen, keepOpen } = this.deps;
+    const { maxOpen } = this.deps;
     while (maxOpen > 0 && this.openCount > maxOpen) {
       let oldest: { orgId: string; repo: R; lastUse: number } | null = null;
       for (const [orgId, slot] of this.slots) {
         const { repo } = slot;
         if (!repo || slot.holds > 0 || (oldest && oldest.lastUse < slot.lastUse)) continue;
-        if (this.kept.has(orgId) || !repo.idle || keepOpen?.(orgId)) continue;
+        if (this.kept.has(orgId) || !repo.idle) continue;
         oldest = { orgId, repo, lastUse: slot.lastUse };
       }
       if (!oldest) return; // every open one is held, busy or kept: the limit gives way

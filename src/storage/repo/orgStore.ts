@@ -50,15 +50,12 @@ export class OrgStore {
       opened?: (repo: OrgRepo) => Promise<void>;
       /** Close the least recently used idle organizations beyond this many open (0, the default: keep all open; see OpenOrgs). */
       maxOpen?: number;
-      /** Organizations never closed for being idle (those with mirrors: their workers hold the repository). */
-      keepOpen?: (orgId: string) => boolean;
     },
   ) {
     this.root = `${options.dataDir}/orgs`;
     this.repos = new OpenOrgs({
       openRepo: (orgId) => this.openRepo(orgId),
       maxOpen: options.maxOpen ?? 0,
-      keepOpen: options.keepOpen,
       logger: options.logger,
       metrics: options.metrics ?? silentMetrics,
     });
@@ -95,7 +92,7 @@ export class OrgStore {
     return this.repos.hold(orgId);
   }
 
-  /** Never closes the organization for being idle (its webhooks' workers hold its repository from now on). */
+  /** Never closes the organization for being idle: its webhooks' or mirrors' workers hold its repository from now on. */
   keepOpen(orgId: string): void {
     this.repos.keep(orgId);
   }

@@ -54,6 +54,14 @@ describe('storage/search: the index beside the repository', function () {
   const found = async (store: OrgStore, q: string, actor = ADMIN): Promise<string[]> =>
     (await searchItems({ repo: await repoOf(store), actor, q, limit: 100 })).results.map((r) => r.record.path).sort();
   const file = (): string => `${dir}/orgs/acme.git/${SEARCH_FILE}`;
+  /** `n` items (`<folder>/i<k>.md`: "<word> number<k>") written, then the index file deleted: the next store builds it again. */
+  const withoutIndexFile = async (n: number, folder: string, word: string): Promise<void> => {
+    const first = open();
+    for (let i = 0; i < n; i++) await put(first, `${folder}/i${i}.md`, `${word} number${i}`);
+    await first.closeAll();
+    SearchDb.remove(file());
+    logged = [];
+  };
   /** The index file opened directly, as the store opens it (a WAL file opens only under exclusive locking). */
   const rawDb = (): InstanceType<typeof sqlite.Database> => {
     const db = new sqlite.Database(file());
@@ -152,11 +160,7 @@ describe('storage/search: the index beside the repository', function () {
   });
 
   it('is built again when its file is missing, with progress in the log', async () => {
-    const first = open();
-    for (let i = 0; i < 10; i++) await put(first, `b/i${i}.md`, `fig number${i}`);
-    await first.closeAll();
-    SearchDb.remove(file());
-    logged = [];
+    await withoutIndexFile(10, 'b', 'fig');
     const again = open(true, 3);
     expect(await found(again, 'fig')).to.have.lengthOf(10);
     const progress = logged.filter((l) => l.msg === 'search index: building');
@@ -166,11 +170,7 @@ describe('storage/search: the index beside the repository', function () {
   });
 
   it('is built in the background: the organization answers at once, searches wait for the build, writes made meanwhile are found', async () => {
-    const first = open();
-    for (let i = 0; i < 300; i++) await put(first, `d/i${i}.md`, `kiwi number${i}`);
-    await first.closeAll();
-    SearchDb.remove(file());
-    logged = [];
+    await withoutIndexFile(300, 'd', 'kiwi');
     const again = open(true, 100);
     const repo = await repoOf(again);
     // Opened before the build is done (it reads the items' texts from git, a turn of I/O at least).
@@ -187,11 +187,7 @@ describe('storage/search: the index beside the repository', function () {
   });
 
   it("charges a query its own time, not its wait for the build (what a key's search time is charged)", async () => {
-    const first = open();
-    for (let i = 0; i < 300; i++) await put(first, `w/i${i}.md`, `pear number${i}`);
-    await first.closeAll();
-    SearchDb.remove(file());
-    logged = [];
+    await withoutIndexFile(300, 'w', 'pear');
     // When the build says it is done, as it is logged.
     const builtAt = new Promise<number>((resolve) => {
       const push = logged.push.bind(logged);
