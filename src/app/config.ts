@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { DEFAULT_CACHE_BYTES } from '../common/cacheBudget.js';
 import { isLogLevel, type LogLevel } from '../common/log.js';
 import type { MetricsAccess } from '../common/metrics.js';
 import type { WebhookSettings } from '../domain/webhooks.js';
@@ -24,6 +25,11 @@ export interface Config {
    * idle ones are closed, and opened again by their next request (0: all stay open; storage/repo/openOrgs.ts).
    */
   maxOpenOrgs: number;
+  /**
+   * The bytes the caches of item answers, contents, pack windows and delta bases may hold, all organizations
+   * together (KNOWLEDGE_CACHE_MB; common/cacheBudget.ts shares it out).
+   */
+  cacheBytes: number;
   /** Objects written (since the last repack) that trigger an automatic `git repack` of an organization; 200 packs do too (0 turns it off). */
   autoRepackObjects: number;
   /** API requests per minute per key, sustained (0 turns the limit off). */
@@ -72,6 +78,7 @@ export interface ConfigOverrides {
   logLevel?: string;
   autoRepackObjects?: string;
   maxOpenOrgs?: string;
+  cacheMb?: string;
   rateLimitPerKey?: string;
   rateLimitPerKeyBurst?: string;
   rateLimitAuthFailures?: string;
@@ -98,6 +105,7 @@ export const DEFAULTS = {
   autoRepackObjects: 10_000,
   // A thousand small organizations (0.6 MiB each once searched, README: Many small organizations) is ~0.6 GiB.
   maxOpenOrgs: 1_000,
+  cacheMb: DEFAULT_CACHE_BYTES / (1024 * 1024),
   // Generous on purpose, so the defaults never throttle a normal agent: a key may send a
   // minute's worth, 6,000 requests, at once, and 100 a second for as long as it likes.
   rateLimitPerKey: 6_000,
@@ -131,6 +139,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
   const extractMemoryMb = integer(pick(overrides.extractMemoryMb, 'KNOWLEDGE_EXTRACT_MEMORY_MB'), DEFAULTS.extractMemoryMb, 'KNOWLEDGE_EXTRACT_MEMORY_MB', 32, 8192);
   const autoRepackObjects = integer(pick(overrides.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS'), DEFAULTS.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS', 0, 10_000_000);
   const maxOpenOrgs = integer(pick(overrides.maxOpenOrgs, 'KNOWLEDGE_MAX_OPEN_ORGS'), DEFAULTS.maxOpenOrgs, 'KNOWLEDGE_MAX_OPEN_ORGS', 0, 10_000_000);
+  const cacheBytes = integer(pick(overrides.cacheMb, 'KNOWLEDGE_CACHE_MB'), DEFAULTS.cacheMb, 'KNOWLEDGE_CACHE_MB', 8, 1024 * 1024) * MIB;
   const perMinute = (flag: string | undefined, name: string, fallback: number): number => integer(pick(flag, name), fallback, name, 0, 10_000_000);
   const rateLimitPerKey = perMinute(overrides.rateLimitPerKey, 'KNOWLEDGE_RATE_LIMIT_PER_KEY', DEFAULTS.rateLimitPerKey);
   const rateLimitAuthFailures = perMinute(overrides.rateLimitAuthFailures, 'KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES', DEFAULTS.rateLimitAuthFailures);
@@ -184,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     logLevel,
     autoRepackObjects,
     maxOpenOrgs,
+    cacheBytes,
     search: searchSetting === 'on',
     searchMsPerKey,
     searchMsPerKeyBurst,

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { CacheName } from '../common/cacheBudget.js';
 import type { Metrics } from '../common/metrics.js';
 import type { ReplicationTotals } from '../storage/replication/replication.js';
 
@@ -39,6 +40,7 @@ export class PromMetrics implements Metrics {
   /** What the gauges read; nothing (zeros) until the store is open. */
   private sources: MetricsSources | undefined;
   private replication: ReplicationSource | undefined;
+  private caches: (() => Record<CacheName, number>) | undefined;
 
   constructor() {
     const stats = (): ReturnType<MetricsSources['stats']> => this.sources?.stats() ?? { openOrganizations: 0, queuedWrites: 0 };
@@ -91,6 +93,17 @@ export class PromMetrics implements Metrics {
         this.set(stats().queuedWrites);
       },
     });
+    const caches = (): Record<CacheName, number> | undefined => this.caches?.();
+    new Gauge({
+      name: 'knowledge_cache_bytes',
+      help: 'Bytes the caches hold, all organizations together, by cache (answers, contents, windows, bases); KNOWLEDGE_CACHE_MB bounds their sum',
+      labelNames: ['cache'],
+      registers,
+      collect() {
+        const held = caches();
+        for (const cache of ['answers', 'contents', 'windows', 'bases'] as const) this.set({ cache }, held?.[cache] ?? 0);
+      },
+    });
     new Gauge({
       name: 'knowledge_open_organizations',
       help: 'Organizations whose repository is open in this process',
@@ -104,6 +117,11 @@ export class PromMetrics implements Metrics {
   /** Where the gauges read open organizations and queued writes (the store, once it is open). */
   readFrom(sources: MetricsSources): void {
     this.sources = sources;
+  }
+
+  /** Where the cache gauge reads what each cache holds (the server's caches, once the store is open). */
+  readCachesFrom(source: () => Record<CacheName, number>): void {
+    this.caches = source;
   }
 
   /** Where the replication gauges read their figures (the server's Replication, when mirrors are configured). */

@@ -6,7 +6,9 @@ import { EventFeed } from '../domain/events.js';
 import { Webhooks } from '../domain/webhooks.js';
 import { webhookSender } from './webhookSender.js';
 import { promises as nodeFs } from 'node:fs';
+import { shareCacheBytes } from '../common/cacheBudget.js';
 import { createHandler } from '../http/app.js';
+import { ItemAnswers } from '../http/itemAnswers.js';
 import { createExtractor } from './extraction.js';
 import { EventStreams } from '../http/events/streamLimits.js';
 import { ChildStreamHost } from '../http/events/fanOutHost.js';
@@ -56,8 +58,26 @@ export async function startServer(args: {
   try {
     // Figures are kept only when someone may read them; the gauges read the store once it is open.
     const metrics = config.metrics.mode === 'off' ? undefined : new PromMetrics();
-    store = await openServingStore({ dataDir: config.dataDir, logger, fs: args.fs, env: args.env, clock, autoRepackObjects: config.autoRepackObjects, maxOpenOrgs: config.maxOpenOrgs, search: config.search, announce, metrics, replication: config.replication });
-    metrics?.readFrom(store.orgs);
+    // One budget for what every organization's reads keep, whatever the number open (common/cacheBudget.ts).
+    const caches = shareCacheBytes(config.cacheBytes);
+    const answers = new ItemAnswers(caches.answers);
+    store = await openServingStore({
+      dataDir: config.dataDir,
+      logger,
+      fs: args.fs,
+      env: args.env,
+      clock,
+      autoRepackObjects: config.autoRepackObjects,
+      maxOpenOrgs: config.maxOpenOrgs,
+      caches,
+      search: config.search,
+      announce,
+      metrics,
+      replication: config.replication,
+    });
+    const { orgs } = store;
+    metrics?.readFrom(orgs);
+    metrics?.readCachesFrom(() => ({ answers: answers.bytes, ...orgs.cacheBytes() }));
     if (store.replication) metrics?.readReplicationFrom(store.replication);
     webhooks = new Webhooks({
       orgs: store.orgs,
@@ -73,7 +93,7 @@ export async function startServer(args: {
       // Deliveries queued before a stop or a crash resume at once.
       await webhooks.start();
       const events = { feed, streams, settings: config.eventStreams, host: eventHost };
-      opened(createHandler({ config, orgs: store.orgs, keys: store.keys, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks, replication: store.replication, extractor: createExtractor(config) }));
+      opened(createHandler({ config, orgs: store.orgs, keys: store.keys, answers, logger, clock, metrics, metricsExposition: metrics && (() => metrics.render()), version: packageVersion(), events, webhooks, replication: store.replication, extractor: createExtractor(config) }));
     } catch (err) {
       await webhooks.stop();
       await store.close();

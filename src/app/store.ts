@@ -1,4 +1,5 @@
 import { promises as nodeFs } from 'node:fs';
+import type { CacheShares } from '../common/cacheBudget.js';
 import type { Clock } from '../common/clock.js';
 import type { Logger } from '../common/log.js';
 import type { Metrics } from '../common/metrics.js';
@@ -10,6 +11,7 @@ import type { FsPromises } from '../storage/fs/fs.js';
 import { GitCli } from '../storage/git/gitCli.js';
 import { KeyStore } from '../storage/keys/keyStore.js';
 import { OrgStore } from '../storage/repo/orgStore.js';
+import { RepoCaches } from '../storage/repo/repoCaches.js';
 import type { ReplicationSettings } from '../storage/replication/remotes.js';
 import { Replication } from '../storage/replication/replication.js';
 
@@ -49,7 +51,16 @@ export interface StoreOptions {
  * (stdout), once.
  */
 export async function openServingStore(
-  args: StoreOptions & { autoRepackObjects: number; maxOpenOrgs?: number; search?: boolean; announce: (line: string) => void; metrics?: Metrics; replication?: ReplicationSettings },
+  args: StoreOptions & {
+    autoRepackObjects: number;
+    maxOpenOrgs?: number;
+    /** The shares of KNOWLEDGE_CACHE_MB the repositories' caches hold, together (default: those of DEFAULT_CACHE_BYTES). */
+    caches?: Pick<CacheShares, 'contents' | 'windows' | 'bases'>;
+    search?: boolean;
+    announce: (line: string) => void;
+    metrics?: Metrics;
+    replication?: ReplicationSettings;
+  },
 ): Promise<Store> {
   const { dataDir, logger } = args;
   const fs = args.fs ?? (nodeFs as unknown as FsPromises);
@@ -78,6 +89,7 @@ export async function openServingStore(
           return replication.attach(repo);
         }),
       maxOpen: args.maxOpenOrgs,
+      caches: args.caches && RepoCaches.shared(args.caches),
     });
     const keys = new KeyStore({ fs, dataDir, logger, watch: watchDirectory });
     await keys.startWatching();

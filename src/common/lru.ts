@@ -8,6 +8,11 @@ export class Lru<K, V> {
     private readonly weigh: (value: V) => number = () => 1,
   ) {}
 
+  /** The weight of what is kept now (never above the bound). */
+  get weight(): number {
+    return this.total;
+  }
+
   get(key: K): V | undefined {
     const hit = this.map.get(key);
     if (!hit) return undefined;

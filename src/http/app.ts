@@ -12,6 +12,7 @@ import { errorEnvelope } from './middleware/errors.js';
 import { MethodNotAllowed } from './httpErrors.js';
 import { limitFailedAuthentication, limitPerKey, perKeyBuckets, type TokenBuckets } from './middleware/rateLimit.js';
 import { withFastItemGet } from './fastItemGet.js';
+import type { ItemAnswers } from './itemAnswers.js';
 import { requestContext, type RequestNotes } from './middleware/requestContext.js';
 import { checkOrigin, MCP_PATH, mcpRoutes } from './mcp/endpoint.js';
 import { EventFeed } from '../domain/events.js';
@@ -92,6 +93,8 @@ export interface AppDeps {
   webhooks?: Webhooks;
   /** Pushes to git mirrors (GET /replication lists none without it). */
   replication?: Replication;
+  /** The item answers the fast GET path keeps ready (ItemAnswers' default bytes unless given). */
+  answers?: ItemAnswers;
 }
 
 /** What Koa's middleware and the fast GET path share: the per-key quota, where answered requests are told, the hashes of keys seen. */
@@ -116,7 +119,7 @@ export function sharedParts(deps: AppDeps): SharedParts {
  */
 export function createHandler(deps: AppDeps): RequestListener {
   const shared = sharedParts(deps);
-  return withFastItemGet({ keys: deps.keys, orgs: deps.orgs, clock: deps.clock, ...shared }, createApp(deps, shared).callback());
+  return withFastItemGet({ keys: deps.keys, orgs: deps.orgs, clock: deps.clock, answers: deps.answers, ...shared }, createApp(deps, shared).callback());
 }
 
 /**

@@ -21,7 +21,10 @@ export interface ItemAnswer {
   lengthHeader: string;
 }
 
-/** Bytes of answers kept by default: every item of a 10,000-item store of ~1 KB answers, or the hot part of a larger one. */
+/**
+ * Bytes of answers kept by default, all organizations together: every item of a 10,000-item store of ~1 KB
+ * answers, or the hot part of a larger one. A server keeps its share of KNOWLEDGE_CACHE_MB (common/cacheBudget.ts).
+ */
 export const ITEM_ANSWER_BYTES = 32 * 1024 * 1024;
 /** What an answer costs besides its body: the entry it is kept under (and its record), the headers' strings. */
 const OVERHEAD_BYTES = 512;
@@ -44,6 +47,11 @@ export class ItemAnswers {
 
   constructor(maxBytes: number = ITEM_ANSWER_BYTES) {
     this.answers = new Lru(maxBytes, (a) => a.bytes + OVERHEAD_BYTES);
+  }
+
+  /** The bytes of the answers kept now (GET /metrics). */
+  get bytes(): number {
+    return this.answers.weight;
   }
 
   /** The answer kept for `entry`, if any: no promise to wait for on the fast path's usual case. */

@@ -14,12 +14,27 @@ export interface StoredObject {
   body: Buffer;
 }
 
-/** Bytes of pack windows kept per repository (see `WINDOW_BYTES`). */
+/** Bytes of pack windows kept by a repository with caches of its own (see `WINDOW_BYTES`). */
 const WINDOW_CACHE_BYTES = 4 * 1024 * 1024;
-/** Bytes of resolved delta bases kept per repository (C git's core.deltaBaseCacheLimit is 96 MiB; ours serves small items). */
+/** Bytes of resolved delta bases kept by a repository with caches of its own (C git's core.deltaBaseCacheLimit is 96 MiB; ours serves small items). */
 const BASE_CACHE_BYTES = 4 * 1024 * 1024;
 /** Longer chains than git ever writes (`--depth` 50 by default, 4095 at most) mean a loop in a damaged pack. */
 const MAX_CHAIN = 5000;
+
+/**
+ * What reads of objects keep: pack windows and resolved delta bases. A server shares one of each among all its
+ * repositories, within one budget (common/cacheBudget.ts); a tool that opens one repository gets its own. Sharing
+ * is safe: a window is keyed by its pack's opening (`PackReader.key`, unique in the process) and its offset, a
+ * base by that and its offset or by its object id, the same bytes in any repository (and checked against it).
+ */
+export interface ObjectCaches {
+  windows: WindowCache;
+  bases: Lru<string, StoredObject>;
+}
+
+export function objectCaches({ windowBytes = WINDOW_CACHE_BYTES, baseBytes = BASE_CACHE_BYTES }: { windowBytes?: number; baseBytes?: number } = {}): ObjectCaches {
+  return { windows: new WindowCache(windowBytes), bases: new Lru<string, StoredObject>(baseBytes, (o) => o.body.byteLength + 64) };
+}
 
 /**
  * A repository's objects, read as C git reads them: packs through their `.idx`
@@ -41,13 +56,17 @@ export class ObjectDatabase {
   private scans: Promise<void> = Promise.resolve();
   /** The first listing, shared by the reads that start together (a cold start reads 32 records at once). */
   private firstScan: Promise<void> | undefined;
-  private readonly windows = new WindowCache(WINDOW_CACHE_BYTES);
-  private readonly bases = new Lru<string, StoredObject>(BASE_CACHE_BYTES, (o) => o.body.byteLength + 64);
+  private readonly windows: WindowCache;
+  private readonly bases: Lru<string, StoredObject>;
 
   constructor(
     private readonly fs: FsPromises,
     private readonly gitdir: string,
-  ) {}
+    caches: ObjectCaches = objectCaches(),
+  ) {
+    this.windows = caches.windows;
+    this.bases = caches.bases;
+  }
 
   /** The object `oid`, checked against its id; `CorruptStore` when it is missing or damaged. */
   read(oid: string): Promise<StoredObject> {

@@ -22,7 +22,7 @@ export type PackEntry =
 /**
  * Reads are made in aligned windows of the pack (as C git maps packs in
  * windows, core.packedGitWindowSize), kept in an LRU shared by a repository's
- * packs: objects written together sit together (a history walk reads commits
+ * packs (and by a server's repositories: objectDatabase.ts, ObjectCaches): objects written together sit together (a history walk reads commits
  * one after the other; the records of a folder are neighbours), so most reads
  * cost no system call. An entry larger than a window, or across two, is read
  * on its own, exactly its bytes.
@@ -41,6 +41,11 @@ export class WindowCache {
 
   constructor(maxBytes: number) {
     this.lru = new Lru<string, Buffer>(maxBytes, (b) => b.byteLength);
+  }
+
+  /** The bytes of the windows kept. */
+  get bytes(): number {
+    return this.lru.weight;
   }
 
   /** The window if it is in memory (or being read): no read is started. */

@@ -1,6 +1,6 @@
 import { CorruptStore } from '../errors.js';
 import type { FsPromises } from '../fs/fs.js';
-import { ObjectDatabase } from '../git/objectDatabase.js';
+import { ObjectDatabase, type ObjectCaches } from '../git/objectDatabase.js';
 import { parseCommit, parseTree, type ParsedCommit } from '../git/objectParse.js';
 import type { TreeEntry } from '../git/objectFormat.js';
 import { TreeEditor } from '../git/treeEditor.js';
@@ -21,8 +21,10 @@ export class ObjectReader {
   constructor(
     fs: FsPromises,
     readonly gitdir: string,
+    /** The pack windows and delta bases kept (default: this reader's own). */
+    caches?: ObjectCaches,
   ) {
-    this.objects = new ObjectDatabase(fs, gitdir);
+    this.objects = new ObjectDatabase(fs, gitdir, caches);
     this.trees = new TreeEditor(async (oid) => {
       const entries = parseTree(await this.body(oid, 'tree'));
       if (!entries) throw new CorruptStore({ where: `${gitdir} tree ${oid}`, reason: 'not a well-formed tree' });

@@ -11,10 +11,11 @@ import { loadIndex } from './indexLoader.js';
 import { IndexSnapshotFile, SnapshotCadence } from './indexSnapshot.js';
 import { ItemIndex, type IndexEntry } from './itemIndex.js';
 import { contentPath, LAYOUT, parseFolderRule, parseRecord, type FolderRule, type ItemRecord } from './itemRecord.js';
-import { Lru } from '../../common/lru.js';
+import type { Lru } from '../../common/lru.js';
 import { SharedStrings } from '../../common/sharedStrings.js';
 import { ObjectReader } from './objectReader.js';
 import { RepackSchedule } from './repackSchedule.js';
+import { RepoCaches } from './repoCaches.js';
 import type { SearchIndex } from '../search/searchIndex.js';
 import { WritePipeline, type CommittedState, type Transaction, type WriteResult } from './writePipeline.js';
 
@@ -41,7 +42,7 @@ export interface ItemAtCommit {
 export class OrgRepo {
   private state: CommittedState = { index: new ItemIndex(), head: null, rootTree: null };
   private historyLog: HistoryLog | null = null;
-  private readonly contentCache = new Lru<string, string>(64 * 1024 * 1024, (s) => s.length * 2 + 64);
+  private readonly contentCache: Lru<string, string>;
   private readonly reader: ObjectReader;
   private readonly views: DerivedViews;
   private readonly pipeline: WritePipeline;
@@ -58,8 +59,10 @@ export class OrgRepo {
     private readonly git: GitCli | undefined,
     autoRepackObjects: number,
     metrics: Metrics,
+    caches: RepoCaches,
   ) {
-    this.reader = new ObjectReader(fs, gitdir);
+    this.contentCache = caches.contents;
+    this.reader = new ObjectReader(fs, gitdir, caches.objects);
     this.snapshotFile = new IndexSnapshotFile(fs, gitdir, logger);
     this.snapshots = new SnapshotCadence(this.snapshotFile, logger, orgId);
     this.repacks = git ? new RepackSchedule({ orgId, fs, gitdir, git, reader: this.reader, logger, metrics, autoRepackObjects }) : null;
@@ -100,8 +103,11 @@ export class OrgRepo {
     git?: GitCli;
     autoRepackObjects?: number;
     metrics?: Metrics;
+    /** What it keeps of what it reads and writes, shared with the store's other repositories (default: its own). */
+    caches?: RepoCaches;
   }): Promise<OrgRepo> {
-    const repo = new OrgRepo(args.orgId, args.fs, args.gitdir, args.logger, args.git, args.autoRepackObjects ?? 0, args.metrics ?? silentMetrics);
+    const caches = args.caches ?? RepoCaches.ofOneRepository();
+    const repo = new OrgRepo(args.orgId, args.fs, args.gitdir, args.logger, args.git, args.autoRepackObjects ?? 0, args.metrics ?? silentMetrics, caches);
     await removeStagedRefUpdates(args.fs, args.gitdir);
     await repo.load();
     await repo.repacks?.start();

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import { DEFAULT_CACHE_BYTES, shareCacheBytes } from '../../common/cacheBudget.js';
 import { errnoCode } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { silentMetrics, type Metrics } from '../../common/metrics.js';
@@ -12,6 +13,7 @@ import { LAYOUT } from './itemRecord.js';
 import { OpenOrgs, type OrgLease } from './openOrgs.js';
 import { OrgRepo } from './orgRepo.js';
 import { cloneMainOnly, writeFirstCommit } from './repoBirth.js';
+import { RepoCaches } from './repoCaches.js';
 import { SearchIndex, type ReadNeed } from '../search/searchIndex.js';
 import { verifyRepository, type StoreRules, type VerifyReport } from './verify.js';
 
@@ -26,6 +28,7 @@ export const SEARCH_FILE = 'knowledge-search.sqlite';
  */
 export class OrgStore {
   private readonly repos: OpenOrgs<OrgRepo>;
+  private readonly caches: RepoCaches;
   readonly root: string;
 
   constructor(
@@ -50,8 +53,11 @@ export class OrgStore {
       opened?: (repo: OrgRepo) => Promise<void>;
       /** Close the least recently used idle organizations beyond this many open (0, the default: keep all open; see OpenOrgs). */
       maxOpen?: number;
+      /** What all its repositories keep of what they read and write, together (default: the shares of DEFAULT_CACHE_BYTES). */
+      caches?: RepoCaches;
     },
   ) {
+    this.caches = options.caches ?? RepoCaches.shared(shareCacheBytes(DEFAULT_CACHE_BYTES));
     this.root = `${options.dataDir}/orgs`;
     this.repos = new OpenOrgs({
       openRepo: (orgId) => this.openRepo(orgId),
@@ -109,7 +115,8 @@ export class OrgStore {
       );
     }
     const started = Date.now();
-    const repo = await OrgRepo.open({ orgId, fs, gitdir, logger, git: this.options.git, autoRepackObjects: this.options.autoRepackObjects, metrics: this.options.metrics });
+    const { git, autoRepackObjects, metrics } = this.options;
+    const repo = await OrgRepo.open({ orgId, fs, gitdir, logger, git, autoRepackObjects, metrics, caches: this.caches });
     const { search } = this.options;
     if (search) {
       try {
@@ -266,6 +273,11 @@ export class OrgStore {
   /** Organizations open now and the writes queued across them, read when /metrics is scraped. */
   stats(): { openOrganizations: number; queuedWrites: number } {
     return this.repos.stats();
+  }
+
+  /** The bytes its repositories' shared caches hold now (GET /metrics). */
+  cacheBytes(): ReturnType<RepoCaches['bytes']> {
+    return this.caches.bytes();
   }
 
   closeAll(): Promise<void> {

@@ -4,7 +4,7 @@ import { errnoCode } from '../../../src/common/errors.js';
 import type { FsPromises } from '../../../src/storage/fs/fs.js';
 import { writeLooseBlob } from '../../../src/storage/git/looseObject.js';
 import { blobObject } from '../../../src/storage/git/objectFormat.js';
-import { ObjectDatabase } from '../../../src/storage/git/objectDatabase.js';
+import { ObjectDatabase, objectCaches } from '../../../src/storage/git/objectDatabase.js';
 import { git } from '../../support/git.js';
 import { catAll, entryTypes, fastImport, gitWithInput, noise, packsIn, type Expected } from '../../support/packRepo.js';
 import { tmpDir } from '../../support/tmp.js';
@@ -78,6 +78,30 @@ describe('storage/git: our pack reader, judged by C git', function () {
     shared.close();
     bodies.forEach((b, i) => expect(b.body.equals((expected.get(ids[i] as string) as { body: Buffer }).body)).to.equal(true));
     db.close();
+  });
+
+  it('reads each repository\'s own bytes through caches shared with another (a server\'s), within their bounds', async () => {
+    // The same objects packed otherwise (other offsets, other deltas): a window or base taken from the wrong pack
+    // would give bytes that fail their id's check.
+    const other = `${tmp.dir}/repacked.git`;
+    await nodeFs.cp(gitdir, other, { recursive: true });
+    await git(['repack', '-a', '-d', '-f', '-q', '--window=10', '--depth=7'], { gitdir: other });
+    const bound = 256 * 1024;
+    const caches = objectCaches({ windowBytes: bound, baseBytes: bound });
+    const dbs = [new ObjectDatabase(fs, gitdir, caches), new ObjectDatabase(fs, other, caches)];
+    const ids = [...expected.keys()];
+    for (let round = 0; round < 2; round++) {
+      // In turns and at once, as requests to two organizations come.
+      for (const [i, oid] of ids.entries()) {
+        const got = await (dbs[i % 2] as ObjectDatabase).read(oid);
+        expect(got.body.equals((expected.get(oid) as { body: Buffer }).body), oid).to.equal(true);
+      }
+      const bodies = await Promise.all(ids.flatMap((oid) => dbs.map((db) => db.read(oid))));
+      bodies.forEach((b, i) => expect(b.body.equals((expected.get(ids[Math.floor(i / 2)] as string) as { body: Buffer }).body)).to.equal(true));
+    }
+    expect(caches.windows.bytes).to.be.within(1, bound);
+    expect(caches.bases.weight).to.be.within(1, bound);
+    dbs.forEach((db) => db.close());
   });
 
   it('reports a missing object as CORRUPT_STORE, after looking at the packs again', async () => {
