@@ -85,7 +85,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .option('--log-level <level>', 'error, warn, info or debug (default: $LOG_LEVEL or info)')
     .option('--auto-repack-objects <n>', 'repack an organization after this many objects written (or 200 packs), 0 = never (default: $KNOWLEDGE_AUTO_REPACK_OBJECTS or 10000)')
     .option('--max-open-orgs <n>', 'close the least recently used idle organizations beyond this many open, 0 = keep all open (default: $KNOWLEDGE_MAX_OPEN_ORGS or 1000)')
-    .option('--cache-mb <n>', 'MiB the caches of answers, contents and pack reads may hold, all organizations together (default: $KNOWLEDGE_CACHE_MB or 128)')
+    .option('--cache-mb <n>', 'MiB the caches of answers, contents and pack reads may hold, all organizations together (default: $KNOWLEDGE_CACHE_MB or 104)')
     .option('--rate-limit-per-key <n>', 'API requests per minute per key, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY or 6000)')
     .option('--rate-limit-per-key-burst <n>', 'requests a key may send at once (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY_BURST, else 6000, or the per-minute rate when that is changed)')
     .option('--rate-limit-auth-failures <n>', 'failed authentications per minute per client address, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES or 20)')

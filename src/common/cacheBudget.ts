@@ -19,14 +19,18 @@ export type CacheName = keyof CacheShares;
 
 const MIB = 1024 * 1024;
 
-/**
- * 128 MiB: one organization's caches as they were when each had its own (answers 32 MiB, contents 64 MiB), with
- * pack windows and delta bases 16 MiB each, four times what each organization had.
- */
-export const DEFAULT_CACHE_BYTES = 128 * MIB;
+/** The parts of the budget, in 26ths. */
+const PARTS: CacheShares = { answers: 8, contents: 16, windows: 1, bases: 1 };
+const WHOLE = 26;
 
-/** `total` shared out: a quarter for answers, half for contents, an eighth each for pack windows and delta bases. */
+/**
+ * 104 MiB: 4 MiB a part, which is what one organization kept when each had caches of its own (answers 32 MiB,
+ * contents 64 MiB, pack windows and delta bases 4 MiB each). A server with one organization keeps what it kept.
+ */
+export const DEFAULT_CACHE_BYTES = 104 * MIB;
+
+/** `total` shared out in 26ths: 8 for answers, 16 for contents, 1 each for pack windows and delta bases. */
 export function shareCacheBytes(total: number): CacheShares {
-  const eighth = Math.floor(total / 8);
-  return { answers: 2 * eighth, contents: 4 * eighth, windows: eighth, bases: eighth };
+  const part = Math.floor(total / WHOLE);
+  return { answers: PARTS.answers * part, contents: PARTS.contents * part, windows: PARTS.windows * part, bases: PARTS.bases * part };
 }

@@ -4,11 +4,12 @@
  * ones holds up to that many: this prints the server's VmRSS (after a full GC) as it opens, writes to and
  * searches one small organization after another.
  *
- *   npm run build && npx tsx test/bench/orgMemory.ts [--orgs 200] [--items 10] [--mode searched|indexed|off] [--max-open 0] [--ready 0] [--baseline <checkout>]
+ *   npm run build && npx tsx test/bench/orgMemory.ts [--orgs 200] [--items 10] [--item-kb 1] [--mode searched|indexed|off] [--max-open 0] [--ready 0] [--cache-mb 128] [--baseline <checkout>]
  *
- * Each organization gets `--items` notes of ~1 KB, then (mode `searched`, the default) one search, which loads its
- * ranking index; `indexed` keeps search on but never searches (the SQLite index only); `off` runs with
- * KNOWLEDGE_SEARCH=off. `--baseline` runs another checkout's build (`npm run build` there) on a copy of the
+ * Each organization gets `--items` notes of about `--item-kb` KB (their text is what the contents cache keeps:
+ * `--cache-mb`, KNOWLEDGE_CACHE_MB, bounds it for all organizations together), then (mode `searched`, the
+ * default) one search, which loads its ranking index; `indexed` keeps search on but never searches (the
+ * SQLite index only); `off` runs with KNOWLEDGE_SEARCH=off. `--baseline` runs another checkout's build (`npm run build` there) on a copy of the
  * same organizations, after ours: before and after, side by side. The organizations are made in-process
  * before any server starts (the CLI takes a second each). `--ready n` then starts each build n times more, in
  * turns, on the organizations as the pass left them, and times its first readiness (GET /readyz opens every
@@ -31,14 +32,18 @@ const MODE = options.text('--mode') ?? 'searched';
 const BASELINE = options.text('--baseline');
 const MAX_OPEN = options.number('--max-open', 0);
 const READY = options.number('--ready', 0);
+const ITEM_KB = options.number('--item-kb', 1);
+const CACHE_MB = options.text('--cache-mb');
 const EVERY = Math.max(1, Math.min(50, Math.floor(ORGS / 4)));
 if (!['searched', 'indexed', 'off'].includes(MODE)) throw new Error(`--mode must be searched, indexed or off (got ${MODE})`);
-if (!(Number.isInteger(ORGS) && ORGS > 0 && Number.isInteger(ITEMS) && ITEMS > 0)) throw new Error('--orgs and --items must be whole numbers above 0');
+if (!(Number.isInteger(ORGS) && ORGS > 0 && Number.isInteger(ITEMS) && ITEMS > 0 && Number.isInteger(ITEM_KB) && ITEM_KB > 0 && ITEM_KB <= 1000)) {
+  throw new Error('--orgs, --items and --item-kb must be whole numbers above 0 (--item-kb at most 1000)');
+}
 if (!(Number.isInteger(MAX_OPEN) && MAX_OPEN >= 0 && Number.isInteger(READY) && READY >= 0)) throw new Error('--max-open and --ready must be whole numbers, 0 or more');
 
 const settings = loadSettings();
 /** What each start of either build runs with. */
-const SERVE_ENV = { LOG_LEVEL: 'warn', KNOWLEDGE_SEARCH: MODE === 'off' ? 'off' : 'on', KNOWLEDGE_MAX_OPEN_ORGS: String(MAX_OPEN) };
+const SERVE_ENV = { LOG_LEVEL: 'warn', KNOWLEDGE_SEARCH: MODE === 'off' ? 'off' : 'on', KNOWLEDGE_MAX_OPEN_ORGS: String(MAX_OPEN), ...(CACHE_MB ? { KNOWLEDGE_CACHE_MB: CACHE_MB } : {}) };
 /** The baseline's CLI, when there is one. */
 const BASELINE_CLI = BASELINE ? join(BASELINE, 'dist/src/cli/main.js') : undefined;
 const work = join(settings.outDir, 'work', 'orgmemory');
@@ -73,7 +78,7 @@ async function measure(who: string, dataDir: string, orgs: Array<{ orgId: string
     for (const [n, { orgId, secret }] of orgs.entries()) {
       const headers = { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' };
       for (let i = 0; i < ITEMS; i++) {
-        const body = JSON.stringify({ content: `# Note ${i} of ${orgId}\n\n${'Deploys go through staging before production. '.repeat(22)}` });
+        const body = JSON.stringify({ content: `# Note ${i} of ${orgId}\n\n${'Deploys go through staging before production. '.repeat(22 * ITEM_KB)}` });
         const res = await fetch(`${served.url}/api/v1/knowledge/items/notes/n${i}.md`, { method: 'PUT', headers, body });
         if (res.status !== 200) throw new Error(`${who}: PUT in ${orgId} answered ${res.status}: ${await res.text()}`);
       }
@@ -140,7 +145,7 @@ async function timeReadiness(who: string, dataDir: string, cli?: string): Promis
 }
 
 const dataDir = join(work, 'data');
-console.log(`making ${ORGS} organizations (mode ${MODE}, ${ITEMS} items each; at most ${MAX_OPEN || 'all'} open)`);
+console.log(`making ${ORGS} organizations (mode ${MODE}, ${ITEMS} items of ~${ITEM_KB} KB each; at most ${MAX_OPEN || 'all'} open; caches ${CACHE_MB ?? 'default'} MiB)`);
 const orgs = await makeOrganizations(dataDir);
 const runs: Array<{ who: string; points: Array<{ orgs: number; rss: number }> }> = [];
 const theirs = BASELINE ? join(work, 'data-baseline') : undefined;

@@ -21,20 +21,23 @@ describe('HTTP: one cache budget for all organizations (KNOWLEDGE_CACHE_MB)', fu
   let server: TestServer | undefined;
   after(() => server?.close());
 
-  it('KNOWLEDGE_CACHE_MB and --cache-mb: 128 by default, at least 8, anything else refused', () => {
-    expect(loadConfig({}).cacheBytes).to.equal(128 * MIB);
+  it('KNOWLEDGE_CACHE_MB and --cache-mb: 104 by default, at least 8, anything else refused', () => {
+    expect(loadConfig({}).cacheBytes).to.equal(104 * MIB);
     expect(loadConfig({ KNOWLEDGE_CACHE_MB: '512' }).cacheBytes).to.equal(512 * MIB);
     expect(loadConfig({ KNOWLEDGE_CACHE_MB: '512' }, { cacheMb: '16' }).cacheBytes).to.equal(16 * MIB);
     for (const bad of ['0', '7', '-1', 'lots', '1.5']) {
       expect(() => loadConfig({ KNOWLEDGE_CACHE_MB: bad })).to.throw(`KNOWLEDGE_CACHE_MB must be an integer from 8 to 1048576 (got "${bad}")`);
     }
     // Shared out whole: nothing over the total, nothing lost but rounding.
-    for (const total of [8 * MIB, 128 * MIB, 8 * MIB + 7]) {
+    for (const total of [8 * MIB, 104 * MIB, 8 * MIB + 25]) {
       const shares = shareCacheBytes(total);
       const sum = shares.answers + shares.contents + shares.windows + shares.bases;
-      expect(sum).to.be.within(total - 7, total);
+      expect(sum).to.be.within(total - 25, total);
       expect(shares.contents).to.equal(2 * shares.answers);
+      expect(shares.windows).to.equal(shares.bases).and.to.equal(shares.answers / 8);
     }
+    // The default keeps what one organization kept when each had caches of its own.
+    expect(shareCacheBytes(104 * MIB)).to.deep.equal({ answers: 32 * MIB, contents: 64 * MIB, windows: 4 * MIB, bases: 4 * MIB });
   });
 
   it('answers every read right while the caches of three organizations stay within 8 MiB, each within its share', async () => {
