@@ -7,7 +7,8 @@ import { putItem } from '../../../src/domain/items.js';
 import type { Actor } from '../../../src/domain/keys.js';
 import { readNeed, searchItems } from '../../../src/domain/search.js';
 import type { OrgRepo } from '../../../src/storage/repo/orgRepo.js';
-import { OrgStore } from '../../../src/storage/repo/orgStore.js';
+import { OrgStore, SEARCH_FILE } from '../../../src/storage/repo/orgStore.js';
+import { GitCli, type RepackReport } from '../../../src/storage/git/gitCli.js';
 import { fsckStrict, hostGit } from '../../support/git.js';
 import { eventually } from '../../support/gitDaemon.js';
 import { random } from '../../support/random.js';
@@ -38,8 +39,8 @@ describe('storage: closing idle organizations (maxOpen)', function () {
   let store: OrgStore;
 
   const logger = (): Logger => createLogger({ level: 'debug', write: (line) => logged.push(JSON.parse(line) as Logged) });
-  const open = (maxOpen: number): OrgStore =>
-    new OrgStore({ fs, dataDir: dir, logger: logger(), git: hostGit, owner: true, search: { readNeed }, maxOpen, metrics: { ...silentMetrics, orgClosed: () => void closes++ } });
+  const open = (maxOpen: number, git: GitCli = hostGit): OrgStore =>
+    new OrgStore({ fs, dataDir: dir, logger: logger(), git, owner: true, search: { readNeed }, maxOpen, metrics: { ...silentMetrics, orgClosed: () => void closes++ } });
   /** Holds the organization for the length of `use`, as a request does. */
   const using = async <T>(orgId: string, use: (repo: OrgRepo) => Promise<T>): Promise<T> => {
     const lease = await store.hold(orgId);
@@ -106,6 +107,65 @@ describe('storage: closing idle organizations (maxOpen)', function () {
       expect(again).to.not.equal(repo);
       expect((await getItem({ repo: again, actor: actorOf('acme'), path: 'late.md' })).content).to.equal('written while others come and go');
     });
+  });
+
+  it('keeps one with a repack under way open, and closes it once the repack is over', async () => {
+    let letGo: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (letGo = resolve));
+    let repacking = false;
+    /** C git, whose repacks wait for the test to let them go. */
+    class GatedGit extends GitCli {
+      override async repack(gitdir: string, options?: { full?: boolean }): Promise<RepackReport> {
+        repacking = true;
+        await gate;
+        return super.repack(gitdir, options);
+      }
+    }
+    await store.closeAll();
+    store = open(1, new GatedGit(process.env));
+    await put('acme', 'a.md', 'a pear');
+    const repo = await using('acme', async (acme) => acme);
+    const repack = (async () => {
+      const lease = await store.hold('acme');
+      try {
+        return await lease?.repo.repack();
+      } finally {
+        lease?.release(); // released while the repack still runs: the lease is not what keeps acme open
+      }
+    })();
+    try {
+      await eventually('the repack started', async () => (repacking ? true : undefined));
+      expect(repo.idle).to.equal(false);
+      await using('beta', async () => undefined); // acme is the least recently used, but repacking: beta is closed instead
+      expect(closes).to.equal(1);
+      expect(await using('acme', async (same) => same === repo)).to.equal(true);
+    } finally {
+      letGo(); // a failure above must not leave the repack, and the close after the test, waiting for ever
+    }
+    await repack;
+    expect(repo.idle).to.equal(true);
+    await using('gamma', async () => undefined); // acme is idle now, and the least recently used
+    expect(closes).to.equal(2);
+    expect(await using('acme', async (again) => again === repo)).to.equal(false);
+  });
+
+  it('is not idle while its search index catches up, and is once it has', async () => {
+    // 200 items, then the search index removed while the organization is closed: the next open rebuilds it in the background.
+    await Promise.all(Array.from({ length: 200 }, (_, i) => put('acme', `notes/n${i}.md`, `pear number ${i}`)));
+    await store.closeAll();
+    for (const suffix of ['', '-wal', '-shm', '-journal']) await fs.rm(`${store.gitdirOf('acme')}/${SEARCH_FILE}${suffix}`, { force: true });
+    store = open(1);
+    const lease = await store.hold('acme');
+    const repo = lease?.repo as OrgRepo;
+    try {
+      // The rebuild reads every item from disk: it cannot be over before the open's own continuation runs.
+      expect(repo.idle).to.equal(false);
+      await repo.search?.settled();
+      expect(repo.idle).to.equal(true);
+    } finally {
+      lease?.release();
+    }
+    expect(await found('acme', '"pear number 137"')).to.deep.equal(['notes/n137.md']);
   });
 
   it('a close lets go of its pack files even when its search index fails to close', async () => {
