@@ -43,6 +43,8 @@ interface OrgHooks {
   workers: Map<string, HookWorker>;
   /** Writes of the file, one after another. */
   writing: Promise<void>;
+  /** Lets go of the organization's keep (OrgStore.keepOpen), taken while it has hooks; null while it has none. */
+  letGo: (() => void) | null;
 }
 
 /**
@@ -51,8 +53,14 @@ interface OrgHooks {
  * change goes through it, so the API and the workers never write over each other.
  */
 export class Webhooks {
-  /** Each organization's hooks, as loaded for its repository open now (see `of`). */
-  private readonly orgs = new Map<string, { repo: OrgRepo; hooks: Promise<OrgHooks> }>();
+  /**
+   * Each organization's hooks, loaded once per opening of its repository (see `of`). Weakly: a repository closed
+   * for being idle is not kept in memory for its hooks' sake (only one without hooks can be closed; its next
+   * opening is a new repository, whose hooks are loaded from the file again).
+   */
+  private readonly loaded = new WeakMap<OrgRepo, Promise<OrgHooks>>();
+  /** The organizations whose hooks have had workers, for `stop`. */
+  private readonly working = new Set<OrgHooks>();
   private stopping = false;
 
   constructor(
@@ -107,12 +115,14 @@ export class Webhooks {
       deliveries: [],
     };
     // Its workers hold the repository from now on: it is not to be closed for being idle.
-    this.deps.orgs.keepOpen(args.repo.orgId);
+    org.letGo ??= this.deps.orgs.keepOpen(args.repo.orgId);
     org.hooks.push(hook);
     try {
       await this.persist(org);
     } catch (err) {
-      org.hooks.pop();
+      // This hook, wherever it is now: others may have been made or deleted meanwhile.
+      org.hooks.splice(org.hooks.indexOf(hook), 1);
+      this.letGoIfNone(org);
       throw err;
     }
     this.startWorker(org, hook);
@@ -127,12 +137,16 @@ export class Webhooks {
   async remove(args: { repo: OrgRepo; actor: Actor; id: string }): Promise<void> {
     requireRole(args.actor, 'knowledge:admin');
     const org = await this.of(args.repo);
-    const at = org.hooks.findIndex((h) => h.id === args.id && manages(args.actor, h));
-    if (at < 0) throw new WebhookNotFound({ webhookId: args.id });
+    const hook = org.hooks.find((h) => h.id === args.id && manages(args.actor, h));
+    if (!hook) throw new WebhookNotFound({ webhookId: args.id });
     await org.workers.get(args.id)?.stop();
     org.workers.delete(args.id);
-    org.hooks.splice(at, 1);
+    // Where it is now (hooks made or deleted while its worker stopped moved it), unless a remove beside this one took it.
+    const at = org.hooks.indexOf(hook);
+    if (at >= 0) org.hooks.splice(at, 1);
     await this.persist(org);
+    // Only once the file says so: a close, and the reload at the next opening, must not find the hook again.
+    this.letGoIfNone(org);
   }
 
   async deliveries(args: { repo: OrgRepo; actor: Actor; id: string }): Promise<DeliveryRecord[]> {
@@ -145,10 +159,7 @@ export class Webhooks {
   /** Stops every worker (a delivery in flight finishes or times out); what is left resumes at the next start. */
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const { hooks } of this.orgs.values()) {
-      const org = await hooks.catch(() => null);
-      if (org) await Promise.all([...org.workers.values()].map((w) => w.stop()));
-    }
+    for (const org of this.working) await Promise.all([...org.workers.values()].map((w) => w.stop()));
   }
 
   private validate(input: { url: string; events?: string[]; prefix?: string }): { url: string; events: string[]; prefix: string | null } {
@@ -174,33 +185,45 @@ export class Webhooks {
   }
 
   /**
-   * The organization's hooks, loaded once per opening of its repository. One that has hooks is kept open from
-   * then on (its workers hold the repository), so it is loaded once; one with none may be closed for being idle
-   * and opened again, and is then loaded again, for the repository it has now.
+   * The organization's hooks, loaded once per opening of its repository. While it has hooks it is kept open
+   * (their workers hold the repository), so every user of the organization meets the same hooks: a repository
+   * is closed only when nobody holds it. One with none may be closed for being idle and opened again; its hooks
+   * are then loaded again, for the repository it has now.
    */
   private of(repo: OrgRepo): Promise<OrgHooks> {
-    const cached = this.orgs.get(repo.orgId);
-    if (cached?.repo === repo) return cached.hooks;
-    const entry = { repo, hooks: this.load(repo) };
-    this.orgs.set(repo.orgId, entry);
-    entry.hooks.catch(() => {
-      if (this.orgs.get(repo.orgId) === entry) this.orgs.delete(repo.orgId);
+    const cached = this.loaded.get(repo);
+    if (cached) return cached;
+    const hooks = this.load(repo);
+    this.loaded.set(repo, hooks);
+    // A failed load (an unreadable file) is tried again by the next use.
+    hooks.catch(() => {
+      if (this.loaded.get(repo) === hooks) this.loaded.delete(repo);
     });
-    return entry.hooks;
+    return hooks;
   }
 
   private async load(repo: OrgRepo): Promise<OrgHooks> {
     const file = new WebhookFile(this.deps.fs, repo.gitdir);
-    const org: OrgHooks = { repo, file, hooks: await file.read(), workers: new Map(), writing: Promise.resolve() };
-    if (org.hooks.length > 0) this.deps.orgs.keepOpen(repo.orgId);
+    const org: OrgHooks = { repo, file, hooks: await file.read(), workers: new Map(), writing: Promise.resolve(), letGo: null };
+    if (org.hooks.length > 0) org.letGo = this.deps.orgs.keepOpen(repo.orgId);
     org.hooks.forEach((hook) => this.startWorker(org, hook));
     // Every published batch may hold a commit for a hook.
     this.deps.feed.watch(repo, () => org.workers.forEach((w) => w.wake()));
     return org;
   }
 
+  /** An organization whose last hook is deleted (and written so) is no longer kept open for its hooks. */
+  private letGoIfNone(org: OrgHooks): void {
+    if (org.hooks.length > 0 || !org.letGo) return;
+    org.letGo();
+    org.letGo = null;
+    // Nothing left to stop: what it holds (its repository, once closed) is not kept for `stop`'s sake.
+    this.working.delete(org);
+  }
+
   private startWorker(org: OrgHooks, hook: WebhookRecord): void {
     if (hook.state !== 'active' || this.stopping) return;
+    this.working.add(org);
     const { keys, feed, send, settings, clock, logger } = this.deps;
     // A state that could not be written stays in memory and is written with the next change; the delivery goes on.
     const persist = (): Promise<void> => this.persist(org).catch((err: unknown) => logger.error('could not write webhook state', { org: org.repo.orgId, error: String(err) }));

@@ -41,7 +41,8 @@ export class OpenOrgs<R extends OpenRepo> {
   private openCount = 0;
   /** A use counter: each hold stamps its slot with the next value, so the smallest is the least recently used. */
   private uses = 0;
-  private readonly kept = new Set<string>();
+  /** How many keeps each kept organization has (its mirrors, its webhooks): closed for being idle only at none. */
+  private readonly kept = new Map<string, number>();
   /** Organizations opened at least once by this process (`openEach` does not open them again). */
   private readonly openedOnce = new Set<string>();
   private readonly closing = new Map<string, Promise<void>>();
@@ -101,9 +102,23 @@ export class OpenOrgs<R extends OpenRepo> {
     return { opened: opened.filter(Boolean).length, failed: ids.filter((_id, i) => !opened[i]) };
   }
 
-  /** Never closes the organization for being idle from now on (its webhooks' or mirrors' workers hold its repository). */
-  keep(orgId: string): void {
-    this.kept.add(orgId);
+  /**
+   * Never closes the organization for being idle until the keep is let go (its webhooks' or mirrors' workers
+   * hold its repository): the function returned lets go of this keep, once; others of the same organization
+   * (mirrors and webhooks both, say) still hold.
+   */
+  keep(orgId: string): () => void {
+    this.kept.set(orgId, (this.kept.get(orgId) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = (this.kept.get(orgId) ?? 1) - 1;
+      if (left > 0) this.kept.set(orgId, left);
+      else this.kept.delete(orgId);
+      // Closable now perhaps, if over the limit and nobody holds it (else at its release).
+      this.shedOver();
+    };
   }
 
   /** Open now, and the writes queued across them. */
@@ -149,6 +164,10 @@ export class OpenOrgs<R extends OpenRepo> {
 
   private released(slot: Slot<R>): void {
     slot.holds--;
+    this.shedOver();
+  }
+
+  private shedOver(): void {
     if (this.deps.maxOpen > 0 && this.openCount > this.deps.maxOpen) this.shed();
   }
 

@@ -98,9 +98,12 @@ export class OrgStore {
     return this.repos.hold(orgId);
   }
 
-  /** Never closes the organization for being idle: its webhooks' or mirrors' workers hold its repository from now on. */
-  keepOpen(orgId: string): void {
-    this.repos.keep(orgId);
+  /**
+   * Never closes the organization for being idle until the returned function is called: its webhooks' or
+   * mirrors' workers hold its repository (see OpenOrgs.keep).
+   */
+  keepOpen(orgId: string): () => void {
+    return this.repos.keep(orgId);
   }
 
   private async openRepo(orgId: string): Promise<OrgRepo | null> {

@@ -128,6 +128,28 @@ describe('storage: open organizations, and closing the idle ones', () => {
     expect(h.closes).to.equal(2);
   });
 
+  it('closes one kept open once each of its keeps is let go (each once), at once when nobody holds it', async () => {
+    const h = harness(1);
+    const mirrors = h.orgs.keep('a');
+    const hooks = h.orgs.keep('a');
+    await visit(h, 'a', 'b');
+    expect(h.open()).to.deep.equal(['a']); // b closed at its release: a is kept
+    hooks();
+    hooks(); // twice is once: the mirrors' keep still holds
+    await visit(h, 'c');
+    expect(h.open()).to.deep.equal(['a']);
+    const lease = await h.orgs.hold('a');
+    mirrors();
+    expect(h.open()).to.deep.equal(['a']); // held: closed at its release, not under its holder
+    const d = await h.orgs.hold('d');
+    expect(h.open()).to.deep.equal(['a', 'd']);
+    lease?.release();
+    expect(h.open()).to.deep.equal(['d']);
+    d?.release();
+    h.orgs.keep('d')(); // not over the limit: a keep let go closes nothing
+    expect(h.open()).to.deep.equal(['d']);
+  });
+
   it('opens a closing one again only once its close has finished, and hands out the new one', async () => {
     const h = harness(1);
     await visit(h, 'a');
