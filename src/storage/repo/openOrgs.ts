@@ -28,8 +28,8 @@ export interface OpenRepo {
  * - nobody holds: a request holds its organization from its key's check to its answer's end, an event stream for
  *   its life (`hold`);
  * - have nothing under way: a write, a repack, a search build (`idle`);
- * - are not kept open for good: an organization with webhooks or mirrors has workers that hold its repository
- *   (`keep`).
+ * - are not kept open: an organization with mirrors, or one with webhooks while it has any, has workers that hold
+ *   its repository (`keep`, counted: each keep is let go on its own).
  * The limit gives way rather than wait: while every open one is held, busy or kept, more stay open, and the
  * next release or open closes what has become closable. A repository being closed is opened again for its next
  * user only once its close has finished: its files (the search index, the ref lock) have one writer at a time.
