@@ -23,9 +23,9 @@ const MAX_CHAIN = 5000;
 
 /**
  * What reads of objects keep: pack windows and resolved delta bases. A server shares one of each among all its
- * repositories, within one budget (common/cacheBudget.ts); a tool that opens one repository gets its own. Sharing
- * is safe: a window is keyed by its pack's opening (`PackReader.key`, unique in the process) and its offset, a
- * base by that and its offset or by its object id, the same bytes in any repository (and checked against it).
+ * repositories, within one budget (common/cacheBudget.ts); a tool that opens one repository gets its own. Each
+ * entry is keyed by its pack's opening (`PackReader.key`, unique in the process) and an offset or an object id,
+ * so no repository reads another's entries, nor could learn from its own reads' times what another reads.
  */
 export interface ObjectCaches {
   windows: WindowCache;
@@ -187,9 +187,11 @@ export class ObjectDatabase {
       base = cached ?? (await this.resolve(pack, entry.baseOffset, depth + 1));
       if (!cached) this.bases.set(key, base);
     } else {
-      const cached = this.bases.get(entry.baseId);
+      // Keyed by the pack too: the cache is shared with other repositories, whose reads must not tell of this one's.
+      const key = `${pack.key}:${entry.baseId}`;
+      const cached = this.bases.get(key);
       base = cached ?? (await this.readChecked(entry.baseId, depth + 1));
-      if (!cached) this.bases.set(entry.baseId, base);
+      if (!cached) this.bases.set(key, base);
     }
     const body = applyDelta(base.body, entry.delta);
     if (!Buffer.isBuffer(body)) throw new CorruptStore({ where: `${pack.name} at ${offset}`, reason: body.reason });

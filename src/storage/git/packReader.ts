@@ -22,7 +22,8 @@ export type PackEntry =
 /**
  * Reads are made in aligned windows of the pack (as C git maps packs in
  * windows, core.packedGitWindowSize), kept in an LRU shared by a repository's
- * packs (and by a server's repositories: objectDatabase.ts, ObjectCaches): objects written together sit together (a history walk reads commits
+ * packs (and a server's repositories: ObjectCaches in objectDatabase.ts):
+ * objects written together sit together (a history walk reads commits
  * one after the other; the records of a folder are neighbours), so most reads
  * cost no system call. An entry larger than a window, or across two, is read
  * on its own, exactly its bytes.

@@ -42,7 +42,9 @@ export interface ItemAtCommit {
 export class OrgRepo {
   private state: CommittedState = { index: new ItemIndex(), head: null, rootTree: null };
   private historyLog: HistoryLog | null = null;
+  /** Contents by `<orgId>:<blob id>`, in the cache all the store's repositories share (see RepoCaches). */
   private readonly contentCache: Lru<string, string>;
+  private readonly contentKey: (oid: string) => string;
   private readonly reader: ObjectReader;
   private readonly views: DerivedViews;
   private readonly pipeline: WritePipeline;
@@ -62,13 +64,15 @@ export class OrgRepo {
     caches: RepoCaches,
   ) {
     this.contentCache = caches.contents;
+    const prefix = `${orgId}:`;
+    this.contentKey = (oid) => prefix + oid;
     this.reader = new ObjectReader(fs, gitdir, caches.objects);
     this.snapshotFile = new IndexSnapshotFile(fs, gitdir, logger);
     this.snapshots = new SnapshotCadence(this.snapshotFile, logger, orgId);
     this.repacks = git ? new RepackSchedule({ orgId, fs, gitdir, git, reader: this.reader, logger, metrics, autoRepackObjects }) : null;
     this.views = new DerivedViews(orgId, logger);
     // Contents just written are what the next reads ask for: keep them rather than read them back.
-    this.views.add({ name: 'content cache', published: (b) => b.written.forEach((text, oid) => this.contentCache.set(oid, text)) });
+    this.views.add({ name: 'content cache', published: (b) => b.written.forEach((text, oid) => this.contentCache.set(this.contentKey(oid), text)) });
     this.views.add({ name: 'history log', published: (b) => this.history.append(b.commits) });
     this.pipeline = new WritePipeline({
       orgId,
@@ -145,10 +149,11 @@ export class OrgRepo {
   }
 
   async readContent(entry: Pick<IndexEntry, 'blobOid'>): Promise<string> {
-    const cached = this.contentCache.get(entry.blobOid);
+    const key = this.contentKey(entry.blobOid);
+    const cached = this.contentCache.get(key);
     if (cached !== undefined) return cached;
     const text = await this.reader.blobText(entry.blobOid);
-    this.contentCache.set(entry.blobOid, text);
+    this.contentCache.set(key, text);
     return text;
   }
 

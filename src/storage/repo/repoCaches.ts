@@ -11,9 +11,10 @@ const OWN_CONTENT_BYTES = 64 * 1024 * 1024;
  * together stays within one budget (KNOWLEDGE_CACHE_MB) however many are open; each used to keep up to 72 MiB of
  * its own, 72 GiB for a thousand busy ones.
  *
- * Contents are keyed by blob id alone: a blob id names the same bytes in every repository, every text kept was
- * read through a check of its id or written under the id of its bytes, and a reader only ever asks for an id its
- * own repository's index gave it. Two organizations holding the same text (a template, say) keep it once.
+ * Contents are keyed by organization and blob id (OrgRepo): the same text in two organizations is kept twice. By
+ * blob id alone it would be kept once, and that would be safe for the answers (an id names the same bytes in every
+ * repository), but one organization could then tell from the time a read of its own item takes whether another
+ * had read the same text lately: a way to confirm what another organization holds, which tenants must not have.
  */
 export class RepoCaches {
   readonly contents: Lru<string, string>;
