@@ -120,9 +120,9 @@ export class Webhooks {
     try {
       await this.persist(org);
     } catch (err) {
-      // This hook, wherever it is now: others may have been made or deleted meanwhile.
+      // This hook, wherever it is now: others may have been made or deleted meanwhile. The keep stays: another
+      // change's write may have put this hook in the file, which a reopening would then find.
       org.hooks.splice(org.hooks.indexOf(hook), 1);
-      this.letGoIfNone(org);
       throw err;
     }
     this.startWorker(org, hook);
