@@ -29,6 +29,15 @@ export class Lru<K, V> {
     this.map.delete(key);
   }
 
+  /** Forgets every entry whose key `matches` (a pass over all of them: for what is rare, a pack dropped). */
+  deleteWhere(matches: (key: K) => boolean): void {
+    for (const [key, hit] of this.map) {
+      if (!matches(key)) continue;
+      this.total -= hit.weight;
+      this.map.delete(key);
+    }
+  }
+
   set(key: K, value: V): void {
     const weight = this.weigh(value);
     const old = this.map.get(key);

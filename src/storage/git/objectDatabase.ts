@@ -201,6 +201,10 @@ export class ObjectDatabase {
   private dropPack(pack: PackReader): void {
     this.opening.delete(pack.idxPath);
     pack.drop();
+    // Nothing will ask for them again (a pack opened anew has a new key); a read still under way may add one, which ages out.
+    this.windows.forget(pack.key);
+    const prefix = `${pack.key}:`;
+    this.bases.deleteWhere((key) => key.startsWith(prefix));
   }
 
   /** Opens a listed pack once (concurrent scans share the opening); null when it vanished meanwhile. */

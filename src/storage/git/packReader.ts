@@ -49,6 +49,12 @@ export class WindowCache {
     return this.lru.weight;
   }
 
+  /** Forgets the windows of a pack dropped (`PackReader.key`): in a cache shared by many repositories, they would only crowd out live ones. */
+  forget(packKey: string): void {
+    const prefix = `${packKey}:`;
+    this.lru.deleteWhere((key) => key.startsWith(prefix));
+  }
+
   /** The window if it is in memory (or being read): no read is started. */
   cached(key: string): Buffer | Promise<Buffer> | undefined {
     return this.lru.get(key) ?? this.loading.get(key);
