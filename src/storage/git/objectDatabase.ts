@@ -97,13 +97,7 @@ export class ObjectDatabase {
    */
   forgetDeleted(): Promise<void> {
     const next = this.scans.then(async () => {
-      const live = new Set(await this.listPacks());
-      const kept: PackReader[] = [];
-      for (const pack of this.packs) {
-        if (live.has(pack.idxPath)) kept.push(pack);
-        else this.dropPack(pack);
-      }
-      this.packs = kept;
+      this.packs = this.keepListed(new Set(await this.listPacks()));
     });
     this.scans = next.catch(() => undefined);
     return next;
@@ -126,12 +120,7 @@ export class ObjectDatabase {
     for (let previous = ''; ; ) {
       const listed = await this.listPacks();
       const opened = await Promise.all(listed.map((path) => this.openPack(path)));
-      const live = new Set(listed);
-      const kept: PackReader[] = [];
-      for (const pack of this.packs) {
-        if (live.has(pack.idxPath)) kept.push(pack);
-        else this.dropPack(pack);
-      }
+      const kept = this.keepListed(new Set(listed));
       const fresh = opened.filter((p): p is PackReader => p !== null && !kept.includes(p));
       // The newest packs first: after a repack they hold everything.
       this.packs = [...fresh, ...kept];
@@ -146,7 +135,7 @@ export class ObjectDatabase {
 
   /** Closes every pack (the repository is closed). */
   close(): void {
-    for (const pack of this.packs) this.dropPack(pack);
+    this.dropPacks(this.packs);
     this.packs = [];
     this.opening.clear();
     this.scanned = false;
@@ -198,13 +187,26 @@ export class ObjectDatabase {
     return { type: base.type, body };
   }
 
-  private dropPack(pack: PackReader): void {
-    this.opening.delete(pack.idxPath);
-    pack.drop();
-    // Nothing will ask for them again (a pack opened anew has a new key); a read still under way may add one, which ages out.
-    this.windows.forget(pack.key);
-    const prefix = `${pack.key}:`;
-    this.bases.deleteWhere((key) => key.startsWith(prefix));
+  /** The packs still listed (`live`, their index paths); the others are dropped. */
+  private keepListed(live: Set<string>): PackReader[] {
+    const kept = this.packs.filter((pack) => live.has(pack.idxPath));
+    this.dropPacks(this.packs.filter((pack) => !kept.includes(pack)));
+    return kept;
+  }
+
+  private dropPacks(packs: readonly PackReader[]): void {
+    if (packs.length === 0) return;
+    for (const pack of packs) {
+      this.opening.delete(pack.idxPath);
+      pack.drop();
+    }
+    // What the shared caches hold of them goes too, in one pass over each (a repository may drop 200 packs at
+    // once): nothing will ask for it again, as a pack opened anew has a new key. A read still under way may
+    // add an entry back, which ages out.
+    const keys = new Set(packs.map((pack) => pack.key));
+    const ofDropped = (key: string): boolean => keys.has(key.slice(0, key.indexOf(':')));
+    this.windows.forget(ofDropped);
+    this.bases.deleteWhere(ofDropped);
   }
 
   /** Opens a listed pack once (concurrent scans share the opening); null when it vanished meanwhile. */

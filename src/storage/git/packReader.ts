@@ -49,10 +49,12 @@ export class WindowCache {
     return this.lru.weight;
   }
 
-  /** Forgets the windows of a pack dropped (`PackReader.key`): in a cache shared by many repositories, they would only crowd out live ones. */
-  forget(packKey: string): void {
-    const prefix = `${packKey}:`;
-    this.lru.deleteWhere((key) => key.startsWith(prefix));
+  /**
+   * Forgets the windows whose key `matches` (`<PackReader.key>:<window>`): those of packs dropped, which in a cache
+   * shared by many repositories would only crowd out live ones.
+   */
+  forget(matches: (key: string) => boolean): void {
+    this.lru.deleteWhere(matches);
   }
 
   /** The window if it is in memory (or being read): no read is started. */
