@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { CacheName } from '../common/cacheBudget.js';
+import { CACHE_NAMES, type CacheName } from '../common/cacheBudget.js';
 import type { Metrics } from '../common/metrics.js';
 import type { ReplicationTotals } from '../storage/replication/replication.js';
 
@@ -101,7 +101,7 @@ export class PromMetrics implements Metrics {
       registers,
       collect() {
         const held = caches();
-        for (const cache of ['answers', 'contents', 'windows', 'bases'] as const) this.set({ cache }, held?.[cache] ?? 0);
+        for (const cache of CACHE_NAMES) this.set({ cache }, held?.[cache] ?? 0);
       },
     });
     new Gauge({

@@ -17,6 +17,9 @@ export interface CacheShares {
 
 export type CacheName = keyof CacheShares;
 
+/** Every cache the budget bounds, in the order /metrics lists them. */
+export const CACHE_NAMES: readonly CacheName[] = ['answers', 'contents', 'windows', 'bases'];
+
 const MIB = 1024 * 1024;
 
 /** The parts of the budget, in 26ths. */
@@ -34,3 +37,6 @@ export function shareCacheBytes(total: number): CacheShares {
   const part = Math.floor(total / WHOLE);
   return { answers: PARTS.answers * part, contents: PARTS.contents * part, windows: PARTS.windows * part, bases: PARTS.bases * part };
 }
+
+/** The shares of the default budget: also what a tool that opens one repository (or a test) keeps by default. */
+export const DEFAULT_SHARES: Readonly<CacheShares> = shareCacheBytes(DEFAULT_CACHE_BYTES);

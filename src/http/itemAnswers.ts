@@ -1,5 +1,6 @@
 import { view } from '../domain/itemReads.js';
 import type { IndexEntry } from '../storage/repo/itemIndex.js';
+import { DEFAULT_SHARES } from '../common/cacheBudget.js';
 import { Lru } from '../common/lru.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { formatEtag, itemEnvelope } from './presenters.js';
@@ -21,11 +22,6 @@ export interface ItemAnswer {
   lengthHeader: string;
 }
 
-/**
- * Bytes of answers kept by default, all organizations together: every item of a 10,000-item store of ~1 KB
- * answers, or the hot part of a larger one. A server keeps its share of KNOWLEDGE_CACHE_MB (common/cacheBudget.ts).
- */
-export const ITEM_ANSWER_BYTES = 32 * 1024 * 1024;
 /** What an answer costs besides its body: the entry it is kept under (and its record), the headers' strings. */
 const OVERHEAD_BYTES = 512;
 
@@ -45,7 +41,11 @@ const OVERHEAD_BYTES = 512;
 export class ItemAnswers {
   private readonly answers: Lru<IndexEntry, ItemAnswer>;
 
-  constructor(maxBytes: number = ITEM_ANSWER_BYTES) {
+  /**
+   * `maxBytes`: a server gives its share of KNOWLEDGE_CACHE_MB (common/cacheBudget.ts); the default share, 32 MiB,
+   * holds every answer of a 10,000-item store of ~1 KB items, or the hot part of a larger one.
+   */
+  constructor(maxBytes: number = DEFAULT_SHARES.answers) {
     this.answers = new Lru(maxBytes, (a) => a.bytes + OVERHEAD_BYTES);
   }
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { DEFAULT_SHARES } from '../../common/cacheBudget.js';
 import { errnoCode } from '../../common/errors.js';
 import { CorruptStore } from '../errors.js';
 import type { FsPromises } from '../fs/fs.js';
@@ -14,10 +15,6 @@ export interface StoredObject {
   body: Buffer;
 }
 
-/** Bytes of pack windows kept by a repository with caches of its own (see `WINDOW_BYTES`). */
-const WINDOW_CACHE_BYTES = 4 * 1024 * 1024;
-/** Bytes of resolved delta bases kept by a repository with caches of its own (C git's core.deltaBaseCacheLimit is 96 MiB; ours serves small items). */
-const BASE_CACHE_BYTES = 4 * 1024 * 1024;
 /** Longer chains than git ever writes (`--depth` 50 by default, 4095 at most) mean a loop in a damaged pack. */
 const MAX_CHAIN = 5000;
 
@@ -32,7 +29,11 @@ export interface ObjectCaches {
   bases: Lru<string, StoredObject>;
 }
 
-export function objectCaches({ windowBytes = WINDOW_CACHE_BYTES, baseBytes = BASE_CACHE_BYTES }: { windowBytes?: number; baseBytes?: number } = {}): ObjectCaches {
+/**
+ * By default the default budget's shares, 4 MiB each (windows: see `WINDOW_BYTES`; bases: C git's
+ * core.deltaBaseCacheLimit is 96 MiB, ours serves small items).
+ */
+export function objectCaches({ windowBytes = DEFAULT_SHARES.windows, baseBytes = DEFAULT_SHARES.bases }: { windowBytes?: number; baseBytes?: number } = {}): ObjectCaches {
   return { windows: new WindowCache(windowBytes), bases: new Lru<string, StoredObject>(baseBytes, (o) => o.body.byteLength + 64) };
 }
 
@@ -189,9 +190,8 @@ export class ObjectDatabase {
 
   /** The packs still listed (`live`, their index paths); the others are dropped. */
   private keepListed(live: Set<string>): PackReader[] {
-    const kept = this.packs.filter((pack) => live.has(pack.idxPath));
-    this.dropPacks(this.packs.filter((pack) => !kept.includes(pack)));
-    return kept;
+    this.dropPacks(this.packs.filter((pack) => !live.has(pack.idxPath)));
+    return this.packs.filter((pack) => live.has(pack.idxPath));
   }
 
   private dropPacks(packs: readonly PackReader[]): void {

@@ -110,7 +110,7 @@ export class OrgRepo {
     /** What it keeps of what it reads and writes, shared with the store's other repositories (default: its own). */
     caches?: RepoCaches;
   }): Promise<OrgRepo> {
-    const caches = args.caches ?? RepoCaches.ofOneRepository();
+    const caches = args.caches ?? RepoCaches.atDefault();
     const repo = new OrgRepo(args.orgId, args.fs, args.gitdir, args.logger, args.git, args.autoRepackObjects ?? 0, args.metrics ?? silentMetrics, caches);
     await removeStagedRefUpdates(args.fs, args.gitdir);
     await repo.load();

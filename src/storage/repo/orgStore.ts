@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { DEFAULT_CACHE_BYTES, shareCacheBytes } from '../../common/cacheBudget.js';
 import { errnoCode } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { silentMetrics, type Metrics } from '../../common/metrics.js';
@@ -53,11 +52,11 @@ export class OrgStore {
       opened?: (repo: OrgRepo) => Promise<void>;
       /** Close the least recently used idle organizations beyond this many open (0, the default: keep all open; see OpenOrgs). */
       maxOpen?: number;
-      /** What all its repositories keep of what they read and write, together (default: the shares of DEFAULT_CACHE_BYTES). */
+      /** What all its repositories keep of what they read and write, together (default: RepoCaches.atDefault()). */
       caches?: RepoCaches;
     },
   ) {
-    this.caches = options.caches ?? RepoCaches.shared(shareCacheBytes(DEFAULT_CACHE_BYTES));
+    this.caches = options.caches ?? RepoCaches.atDefault();
     this.root = `${options.dataDir}/orgs`;
     this.repos = new OpenOrgs({
       openRepo: (orgId) => this.openRepo(orgId),

@@ -1,9 +1,6 @@
-import type { CacheShares } from '../../common/cacheBudget.js';
+import { DEFAULT_SHARES, type CacheShares } from '../../common/cacheBudget.js';
 import { Lru } from '../../common/lru.js';
 import { objectCaches, type ObjectCaches } from '../git/objectDatabase.js';
-
-/** Contents kept by a repository with caches of its own (a tool that opens one). */
-const OWN_CONTENT_BYTES = 64 * 1024 * 1024;
 
 /**
  * What repositories keep of what they read and write, beyond what they need to work: item contents as text, pack
@@ -32,9 +29,9 @@ export class RepoCaches {
     return new RepoCaches(shares.contents, objectCaches({ windowBytes: shares.windows, baseBytes: shares.bases }));
   }
 
-  /** The caches of one repository opened alone, as each had them before they were shared. */
-  static ofOneRepository(): RepoCaches {
-    return new RepoCaches(OWN_CONTENT_BYTES, objectCaches());
+  /** Caches within the default budget's shares: an OrgStore's unless given, a repository's opened alone. */
+  static atDefault(): RepoCaches {
+    return RepoCaches.shared(DEFAULT_SHARES);
   }
 
   /** The bytes each cache holds now (GET /metrics). */
