@@ -7,6 +7,7 @@ import { Lru } from '../../common/lru.js';
 import { applyDelta } from './deltaApply.js';
 import { isObjectId } from './objectFormat.js';
 import { readLooseObject } from './looseObject.js';
+import { packIndexPaths } from './objectCount.js';
 import { PACK_MISMATCH, PackReader, WindowCache, type PackEntry, type StoredType } from './packReader.js';
 
 /** An object as stored: its type and its body (without the `<type> <size>\0` header). */
@@ -104,17 +105,8 @@ export class ObjectDatabase {
     return next;
   }
 
-  /** The `.idx` files of objects/pack (C git ignores dot-files there: `.tmp-*` packs it is writing or left behind). */
-  private async listPacks(): Promise<string[]> {
-    const packDir = `${this.gitdir}/objects/pack`;
-    let names: string[];
-    try {
-      names = await this.fs.readdir(packDir);
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-      names = [];
-    }
-    return names.filter((n) => n.endsWith('.idx') && !n.startsWith('.')).map((n) => `${packDir}/${n}`);
+  private listPacks(): Promise<string[]> {
+    return packIndexPaths(this.fs, this.gitdir);
   }
 
   private async scanNow(): Promise<void> {

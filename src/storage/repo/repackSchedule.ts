@@ -2,6 +2,7 @@ import type { Logger } from '../../common/log.js';
 import { secondsSince, type Metrics } from '../../common/metrics.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, RepackReport } from '../git/gitCli.js';
+import { countObjects } from '../git/objectCount.js';
 import type { FlushReport } from '../git/objectStager.js';
 import { rollUpPacks, type RollupReport } from '../git/packRollup.js';
 import type { ObjectReader } from './objectReader.js';
@@ -43,8 +44,8 @@ export class RepackSchedule {
   /** Every small pack's trees can be named: roll-ups instead of git's repack (see above). */
   private rollups = false;
   /**
-   * Loose objects in the repository (file items' bytes), as far as this process knows: counted by
-   * git at the open and after each of its repacks, plus those stored since. Kept here rather than
+   * Loose objects in the repository (file items' bytes), as far as this process knows: counted at the
+   * open and by git after each of its repacks, plus those stored since. Kept here rather than
    * counted by a `git count-objects` before each roll-up: at 50,000 items spawning a git from the
    * server costs ~20 ms of its CPU.
    */
@@ -64,10 +65,10 @@ export class RepackSchedule {
     },
   ) {}
 
-  /** Counts what is in the repository now (at open), when repacks are automatic. */
+  /** Counts what is in the repository now (at open), when repacks are automatic: in-process, no git spawned. */
   async start(): Promise<void> {
     if (this.deps.autoRepackObjects === 0) return;
-    const counts = await this.deps.git.countObjects(this.deps.gitdir);
+    const counts = await countObjects(this.deps.fs, this.deps.gitdir);
     this.objects = counts.loose;
     this.loose = counts.loose;
     this.packs = counts.packs;

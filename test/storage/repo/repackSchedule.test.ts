@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { LogFields, Logger } from '../../../src/common/log.js';
 import { silentMetrics } from '../../../src/common/metrics.js';
 import type { FsPromises } from '../../../src/storage/fs/fs.js';
+import { GitCli } from '../../../src/storage/git/gitCli.js';
 import { ObjectStager } from '../../../src/storage/git/objectStager.js';
 import { ObjectReader } from '../../../src/storage/repo/objectReader.js';
 import { RepackSchedule } from '../../../src/storage/repo/repackSchedule.js';
@@ -78,5 +79,25 @@ describe('storage/repackSchedule: roll-up or git repack', () => {
     await writePacks(schedule, 10);
     await writePacks(schedule, 10);
     expect(repacks().map((r) => r !== undefined && 'rollup' in r)).to.deep.equal([false, true]);
+  });
+
+  it('opened with a loose object left by an earlier run: counted without spawning git, then packed by git’s repack', async () => {
+    await writePacks(await open(), 1);
+    await nodeFs.writeFile(join(dir, 'file.bin'), 'a file item stored before a restart\n');
+    await cgit(['--git-dir', gitdir, 'hash-object', '-w', join(dir, 'file.bin')]);
+    const spawned: string[] = [];
+    class CountingGit extends GitCli {
+      override run(argv: string[], options?: { env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<{ code: number; output: string }> {
+        spawned.push(argv.join(' '));
+        return super.run(argv, options);
+      }
+    }
+    const schedule = new RepackSchedule({ orgId: 'o', fs: FS, gitdir, git: new CountingGit(process.env), reader: new ObjectReader(FS, gitdir), logger, metrics: silentMetrics, autoRepackObjects: 30 });
+    await schedule.start();
+    expect(spawned, 'an opening spawns no git').to.deep.equal([]);
+    await writePacks(schedule, 10);
+    expect(repacks().map((r) => r !== undefined && 'rollup' in r)).to.deep.equal([false]);
+    expect((await hostGit.countObjects(gitdir)).loose, 'the loose object is packed').to.equal(0);
+    await fsckStrict(gitdir);
   });
 });
