@@ -1,4 +1,5 @@
-import { rm, stat } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { silentLogger } from '../../src/common/log.js';
@@ -67,6 +68,26 @@ describe('file items: verify and org import', function () {
     await git(['repack', '-a', '-d', '-q'], { gitdir: server.gitdir() });
     expect(await stat(loose).then(() => true, () => false), 'packed after it').to.equal(false);
     expect((await readOriginal(server, 'files/a.pdf')).equals(before)).to.equal(true);
+  });
+
+  it('a large file stored as a delta of its previous version once repacked: both versions read back byte for byte', async () => {
+    // ~2.6 MiB: above the slice in which objects are hashed, and deltified by git against its other version.
+    const lines = Array.from({ length: 40_000 }, (_, i) => `${i} ${randomBytes(45).toString('base64')}`);
+    const first = Buffer.from(`${lines.join('\n')}\n`);
+    lines[20_000] = 'one line changed';
+    const second = Buffer.from(`${lines.join('\n')}\n`);
+    for (const bytes of [first, second]) expect((await upload(server, server.adminKey, 'files/big.txt', bytes, 'text/plain')).status).to.equal(200);
+    await git(['repack', '-a', '-d', '-f', '-q', '--window=10', '--depth=10'], { gitdir: server.gitdir() });
+    const [pack] = (await git(['rev-parse', '--git-path', 'objects/pack'], { gitdir: server.gitdir() })).trim().split('\n');
+    const packs = (await readdir(pack as string)).filter((n) => n.endsWith('.idx'));
+    const verified = await git(['verify-pack', '-v', join(pack as string, packs[0] as string)]);
+    const ids = [first, second].map((b) => createHash('sha1').update(`blob ${b.byteLength}\0`).update(b).digest('hex'));
+    const deltified = verified.split('\n').filter((l) => ids.some((id) => l.startsWith(`${id} blob`)) && l.trim().split(/\s+/).length >= 7);
+    expect(deltified, 'one version is stored as a delta of the other').to.have.length(1);
+    expect((await readOriginal(server, 'files/big.txt')).equals(second), 'the current version').to.equal(true);
+    const old = await fetch(`${server.url}${FILES}/files/big.txt?version=1`, { headers: { Authorization: `Bearer ${server.adminKey}` } });
+    expect(old.status).to.equal(200);
+    expect(Buffer.from(await old.arrayBuffer()).equals(first), 'the first version').to.equal(true);
   });
 
   it('org import from a clone brings file items back: bytes, text, record, trash', async () => {

@@ -129,21 +129,6 @@ export class GitCli {
     });
   }
 
-  /**
-   * A blob's bytes through `git cat-file`: C git reads one object of a pack by its index, where
-   * isomorphic-git would load (and cache) the whole pack, which holds every file item once repacked.
-   */
-  catBlob(gitdir: string, oid: string): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
-      execFile(
-        'git',
-        ['--git-dir', gitdir, 'cat-file', 'blob', oid],
-        { encoding: 'buffer', maxBuffer: 2 * 1024 * 1024 * 1024, timeout: 5 * 60_000, env: { ...this.env, GIT_TERMINAL_PROMPT: '0' } },
-        (err, stdout, stderr) => (err ? reject(new Error(`git cat-file blob ${oid} failed: ${stderr.toString('utf8').trim() || err.message}`)) : resolve(stdout)),
-      );
-    });
-  }
-
   /** The commits from `head` back along first parents, newest first (see `firstParentLog`). */
   firstParentLog(gitdir: string, head: string): AsyncGenerator<LoggedCommit> {
     return firstParentLog({ gitdir, head, env: this.env });

@@ -73,13 +73,3 @@ export async function readLooseObject(args: { fs: FsPromises; gitdir: string; oi
 }
 
 const LOOSE_TYPES = new Set<string>(Object.values(PACK_TYPES));
-
-/**
- * A blob's bytes when it is a loose object (a file item not yet repacked), inflated on libuv's
- * thread pool; undefined when it is not loose (then it is in a pack: read it through git).
- */
-export async function readLooseBlob(args: { fs: FsPromises; gitdir: string; oid: string }): Promise<Buffer | undefined> {
-  const object = await readLooseObject(args).catch(() => undefined);
-  if (object && object.type !== 'blob') throw new Error(`loose object ${args.oid} is not a whole blob`);
-  return object?.body;
-}

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { setImmediate } from 'node:timers/promises';
 import { DEFAULT_SHARES } from '../../common/cacheBudget.js';
 import { errnoCode } from '../../common/errors.js';
 import { CorruptStore } from '../errors.js';
@@ -18,6 +19,24 @@ export interface StoredObject {
 
 /** Longer chains than git ever writes (`--depth` 50 by default, 4095 at most) mean a loop in a damaged pack. */
 const MAX_CHAIN = 5000;
+
+/** Bodies above this are hashed a slice at a time, the event loop turning between slices. */
+const HASH_SLICE_BYTES = 1024 * 1024;
+
+/**
+ * The id of a large object (a file item's bytes, up to KNOWLEDGE_MAX_FILE_BYTES), hashed in slices of
+ * HASH_SLICE_BYTES (~0.7 ms of SHA-1 each) with a turn of the event loop between them: 25 MiB hashed at once
+ * would hold every other request for ~15 ms.
+ */
+async function idInSlices(object: StoredObject): Promise<string> {
+  const { body } = object;
+  const hash = createHash('sha1').update(`${object.type} ${body.byteLength}\0`);
+  for (let at = 0; at < body.byteLength; at += HASH_SLICE_BYTES) {
+    if (at > 0) await setImmediate();
+    hash.update(body.subarray(at, at + HASH_SLICE_BYTES));
+  }
+  return hash.digest('hex');
+}
 
 /**
  * What reads of objects keep: pack windows and resolved delta bases. A server shares one of each among all its
@@ -78,7 +97,7 @@ export class ObjectDatabase {
   private async readChecked(oid: string, depth: number): Promise<StoredObject> {
     const found = await this.find(oid, depth);
     if (!found) throw new CorruptStore({ where: `${this.gitdir} object ${oid}`, reason: 'missing' });
-    const hash = createHash('sha1').update(`${found.type} ${found.body.byteLength}\0`).update(found.body).digest('hex');
+    const hash = found.body.byteLength > HASH_SLICE_BYTES ? await idInSlices(found) : createHash('sha1').update(`${found.type} ${found.body.byteLength}\0`).update(found.body).digest('hex');
     if (hash !== oid) throw new CorruptStore({ where: `${this.gitdir} object ${oid}`, reason: `its bytes hash to ${hash}` });
     return found;
   }

@@ -2,7 +2,7 @@ import type { Logger } from '../../common/log.js';
 import { silentMetrics, type Metrics } from '../../common/metrics.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, RepackReport } from '../git/gitCli.js';
-import { readLooseBlob, writeLooseBlob } from '../git/looseObject.js';
+import { writeLooseBlob } from '../git/looseObject.js';
 import { readRef, removeStagedRefUpdates } from '../git/refs.js';
 import { diffTreeFiles, listTreeFiles } from '../git/treeWalk.js';
 import { DerivedViews, type DerivedView } from './derivedViews.js';
@@ -167,12 +167,11 @@ export class OrgRepo {
   }
 
   /** A file item's original bytes (the blob its record's `fileKey` names). */
-  async readFile(fileKey: string): Promise<Buffer> {
-    // Loose until the next repack: inflated off the event loop. Packed: C git reads that one object
-    // (isomorphic-git, the fallback where C git is not given, would cache the whole pack).
-    const loose = await readLooseBlob({ fs: this.fs, gitdir: this.gitdir, oid: fileKey });
-    if (loose) return loose;
-    return this.git ? this.git.catBlob(this.gitdir, fileKey) : this.reader.blobBytes(fileKey);
+  readFile(fileKey: string): Promise<Buffer> {
+    // Through our pack reader, loose or packed: large entries are read on their own (not through the shared
+    // windows) and inflated on the thread pool, then hashed in slices. It was a `git cat-file` per download
+    // once packed, whose spawn forked the whole server: 9.5 ms of its CPU per 1 MiB download, and 7 ms of git's.
+    return this.reader.blobBytes(fileKey);
   }
 
   /** The commits of main, and of each item: answered from the history log, not by walking git. */

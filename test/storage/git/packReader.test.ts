@@ -219,4 +219,26 @@ describe('storage/git: our pack reader, judged by C git', function () {
     expect(errnoCode(err)).to.equal('CORRUPT_STORE');
     expect(String(err)).to.match(/cannot inflate|header/);
   });
+
+  it('checks a large object (hashed in slices) as it checks a small one: its bytes, or CORRUPT_STORE', async () => {
+    const copy = `${tmp.dir}/large.git`;
+    await git(['init', '--bare', '-q', copy]);
+    const big = Buffer.alloc(3 * 1024 * 1024 + 17, 'a large file item\n');
+    const { oid } = blobObject(big);
+    await writeLooseBlob({ fs, gitdir: copy, oid, bytes: big });
+    const db = new ObjectDatabase(fs, copy);
+    expect((await db.read(oid)).body.equals(big)).to.equal(true);
+    // Other bytes of the same size at its name, whole and well-formed: only the id tells them apart, in the last slice.
+    const other = Buffer.from(big);
+    other[other.byteLength - 2] = 0x21;
+    const { oid: otherId } = blobObject(other);
+    await writeLooseBlob({ fs, gitdir: copy, oid: otherId, bytes: other });
+    const path = (id: string): string => `${copy}/objects/${id.slice(0, 2)}/${id.slice(2)}`;
+    await nodeFs.chmod(path(oid), 0o644);
+    await nodeFs.copyFile(path(otherId), path(oid));
+    const err = await db.read(oid).catch((e: unknown) => e);
+    db.close();
+    expect((err as { code?: string }).code, String(err)).to.equal('CORRUPT_STORE');
+    expect(String(err)).to.include(`hash to ${otherId}`);
+  });
 });
