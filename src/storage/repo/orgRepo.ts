@@ -2,6 +2,7 @@ import type { Logger } from '../../common/log.js';
 import { silentMetrics, type Metrics } from '../../common/metrics.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, RepackReport } from '../git/gitCli.js';
+import { checkGitDirectory } from '../git/gitDirectory.js';
 import { writeLooseBlob } from '../git/looseObject.js';
 import { readRef, removeStagedRefUpdates } from '../git/refs.js';
 import { diffTreeFiles, listTreeFiles } from '../git/treeWalk.js';
@@ -112,6 +113,7 @@ export class OrgRepo {
   }): Promise<OrgRepo> {
     const caches = args.caches ?? RepoCaches.atDefault();
     const repo = new OrgRepo(args.orgId, args.fs, args.gitdir, args.logger, args.git, args.autoRepackObjects ?? 0, args.metrics ?? silentMetrics, caches);
+    await checkGitDirectory(args.fs, args.gitdir);
     await removeStagedRefUpdates(args.fs, args.gitdir);
     await repo.load();
     await repo.repacks?.start();
