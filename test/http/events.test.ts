@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { readFile } from 'node:fs/promises';
 import { EVENT_STREAM_DEFAULTS } from '../../src/http/events/streamLimits.js';
 import { SseClient } from '../support/sse.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
@@ -7,8 +8,15 @@ import { createKeyWithId, del, itemOf, put, revoke } from './helpers.js';
 
 const EVENTS = '/events';
 
-function open(server: TestServer, key: string, query = '', headers: Record<string, string> = {}): Promise<SseClient> {
-  return SseClient.open(urlOf(server, `${EVENTS}${query}`), { Authorization: `Bearer ${key}`, ...headers });
+function open(server: TestServer, key: string, query = '', headers: Record<string, string> = {}, options: { paused?: boolean } = {}): Promise<SseClient> {
+  return SseClient.open(urlOf(server, `${EVENTS}${query}`), { Authorization: `Bearer ${key}`, ...headers }, options);
+}
+
+/** The most a TCP socket's send buffer grows to on this machine (Linux: tcp_wmem's third field), 4 MiB if unknown. */
+async function largestSendBuffer(): Promise<number> {
+  const wmem = await readFile('/proc/sys/net/ipv4/tcp_wmem', 'utf8').catch(() => '');
+  const largest = Number(wmem.trim().split(/\s+/)[2]);
+  return Number.isInteger(largest) && largest > 0 ? largest : 4 * 1024 * 1024;
 }
 
 /** [path, change] of each entry of each commit event. */
@@ -184,8 +192,9 @@ describe('HTTP events: GET /events (Server-Sent Events)', function () {
 
   it('drops a client that stops reading with event: end, and it resumes from its last id', async function () {
     this.timeout(180_000);
-    // Enough commits that their events cannot all sit in the sockets' buffers: ~330 KB each.
-    const ROUNDS = 12;
+    // Enough commits that their events cannot all sit in the sockets' buffers (~330 KB each): the server's send
+    // buffer grows up to tcp_wmem's largest (4 MiB by default), the paused client's receive buffer stays small.
+    const ROUNDS = Math.ceil((((await largestSendBuffer()) + 512 * 1024) * 1.5) / (330 * 1024));
     const since = await head(server);
     const operations = (round: number) =>
       Array.from({ length: 1000 }, (_, i) => ({ op: 'put', path: `slow/${'x'.repeat(200)}-${i}.md`, content: `round ${round}` }));
@@ -197,8 +206,7 @@ describe('HTTP events: GET /events (Server-Sent Events)', function () {
     const fast = await track(open(server, admin, `?since=${since}`));
     await fast.waitFor(ROUNDS, 60_000);
     fast.close();
-    const client = await track(open(server, admin, `?since=${since}`));
-    client.res?.pause();
+    const client = await track(open(server, admin, `?since=${since}`, {}, { paused: true }));
     // The server stops walking once its buffer is full, waits slowReaderMs (500 ms) for the client, then ends the stream.
     await new Promise((r) => setTimeout(r, 2000));
     client.res?.resume();

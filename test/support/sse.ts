@@ -26,11 +26,16 @@ export class SseClient {
 
   private constructor() {}
 
-  /** Connects and resolves once the status line is in. */
-  static open(url: string, headers: Record<string, string> = {}): Promise<SseClient> {
+  /**
+   * Connects and resolves once the status line is in. `paused`: reads nothing of the body until `res.resume()`
+   * (a client that stops reading at once: its socket's receive buffer never grows, as Linux grows it only for
+   * a reader that keeps up).
+   */
+  static open(url: string, headers: Record<string, string> = {}, options: { paused?: boolean } = {}): Promise<SseClient> {
     const client = new SseClient();
     return new Promise((resolve, reject) => {
       const req = http.get(url, { headers: { Accept: 'text/event-stream', ...headers } }, (res) => {
+        if (options.paused) res.pause();
         client.res = res;
         client.status = res.statusCode ?? 0;
         client.headers = res.headers;
