@@ -34,7 +34,7 @@ function completePacks(names: string[]): number {
  * organization (forking a process of a few hundred MiB), most of the time a readiness probe took to open
  * 200 of them.
  */
-export async function countObjects(fs: FsPromises, gitdir: string): Promise<{ loose: number; packs: number }> {
+export async function countLooseAndPacked(fs: FsPromises, gitdir: string): Promise<{ loose: number; packs: number }> {
   const objects = `${gitdir}/objects`;
   const fanout = (await namesIn(fs, objects)).filter((n) => FANOUT_DIR.test(n));
   const [packs, ...looseCounts] = await Promise.all([

@@ -2,7 +2,7 @@ import type { Logger } from '../../common/log.js';
 import { secondsSince, type Metrics } from '../../common/metrics.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli, RepackReport } from '../git/gitCli.js';
-import { countObjects } from '../git/objectCount.js';
+import { countLooseAndPacked } from '../git/objectCount.js';
 import type { FlushReport } from '../git/objectStager.js';
 import { rollUpPacks, type RollupReport } from '../git/packRollup.js';
 import type { ObjectReader } from './objectReader.js';
@@ -68,7 +68,7 @@ export class RepackSchedule {
   /** Counts what is in the repository now (at open), when repacks are automatic: in-process, no git spawned. */
   async start(): Promise<void> {
     if (this.deps.autoRepackObjects === 0) return;
-    const counts = await countObjects(this.deps.fs, this.deps.gitdir);
+    const counts = await countLooseAndPacked(this.deps.fs, this.deps.gitdir);
     this.objects = counts.loose;
     this.loose = counts.loose;
     this.packs = counts.packs;

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { promises as nodeFs } from 'node:fs';
 import { join } from 'node:path';
 import type { FsPromises } from '../../../src/storage/fs/fs.js';
-import { countObjects, packIndexPaths } from '../../../src/storage/git/objectCount.js';
+import { countLooseAndPacked, packIndexPaths } from '../../../src/storage/git/objectCount.js';
 import { git as cgit, hostGit } from '../../support/git.js';
 import { tmpDir } from '../../support/tmp.js';
 
@@ -35,7 +35,7 @@ describe('storage/objectCount: loose objects and packs counted as git counts the
   }
 
   async function agreesWithGit(): Promise<{ loose: number; packs: number }> {
-    const ours = await countObjects(FS, gitdir);
+    const ours = await countLooseAndPacked(FS, gitdir);
     const theirs = await hostGit.countObjects(gitdir);
     expect(ours).to.deep.equal({ loose: theirs.loose, packs: theirs.packs });
     return ours;
@@ -43,7 +43,7 @@ describe('storage/objectCount: loose objects and packs counted as git counts the
 
   it('counts nothing in a fresh repository, and nothing when objects/ is missing', async () => {
     expect(await agreesWithGit()).to.deep.equal({ loose: 0, packs: 0 });
-    expect(await countObjects(FS, join(gitdir, 'no-such-repo.git'))).to.deep.equal({ loose: 0, packs: 0 });
+    expect(await countLooseAndPacked(FS, join(gitdir, 'no-such-repo.git'))).to.deep.equal({ loose: 0, packs: 0 });
   });
 
   it('counts loose objects across fan-out folders, and packs, as they come and go', async () => {
