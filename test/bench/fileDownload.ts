@@ -111,6 +111,7 @@ async function oneRound(who: string, cli: string, files: Buffer[]): Promise<Roun
         const t = performance.now();
         const res = await fetch(item, { headers: auth });
         await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`${who}: item GET answered ${res.status}`);
         gets.push(performance.now() - t);
       }
     })();

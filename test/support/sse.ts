@@ -27,9 +27,9 @@ export class SseClient {
   private constructor() {}
 
   /**
-   * Connects and resolves once the status line is in. `paused`: reads nothing of the body until `res.resume()`
-   * (a client that stops reading at once: its socket's receive buffer never grows, as Linux grows it only for
-   * a reader that keeps up).
+   * Connects and resolves once the status line is in. `paused`: the body is read no further than Node's own
+   * small buffer until `res.resume()` (a client that stops reading at once: its socket's receive buffer never
+   * grows, as Linux grows it only for a reader that keeps up).
    */
   static open(url: string, headers: Record<string, string> = {}, options: { paused?: boolean } = {}): Promise<SseClient> {
     const client = new SseClient();
