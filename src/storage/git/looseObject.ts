@@ -1,13 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
-import { deflate, inflate, inflateSync } from 'node:zlib';
+import { constants as zlibConstants, inflateSync } from 'node:zlib';
 import { errnoCode } from '../../common/errors.js';
 import { CorruptStore } from '../errors.js';
 import { fsyncDir, pathExists, writeAndSync } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
+import { deflateOffLoop, inflateOffLoop } from './offLoopZlib.js';
 import { PACK_TYPES, type StoredType } from './packReader.js';
-
-const deflateAsync = promisify(deflate);
 
 /**
  * Writes a blob as a loose object, durably, before any commit names it: the way a file item's
@@ -24,7 +22,7 @@ export async function writeLooseBlob(args: { fs: FsPromises; gitdir: string; oid
   const dir = `${objects}/${oid.slice(0, 2)}`;
   const path = `${dir}/${oid.slice(2)}`;
   if (await pathExists(fs, path)) return;
-  const deflated = await deflateAsync(Buffer.concat([Buffer.from(`blob ${bytes.byteLength}\0`, 'latin1'), bytes]), { level: 1 });
+  const deflated = await deflateOffLoop(Buffer.concat([Buffer.from(`blob ${bytes.byteLength}\0`, 'latin1'), bytes]), 1);
   const tmp = `${objects}/tmp_obj_${randomBytes(6).toString('hex')}`;
   await writeAndSync(fs, tmp, deflated, 'wx');
   try {
@@ -38,9 +36,29 @@ export async function writeLooseBlob(args: { fs: FsPromises; gitdir: string; oid
   await fsyncDir(fs, dir);
 }
 
-const inflateAsync = promisify(inflate);
 /** Loose objects above this are inflated on libuv's thread pool, not on the event loop. */
 const INFLATE_ASYNC_BYTES = 64 * 1024;
+
+/** Compressed bytes read for the header alone: a deflate block's own header (its Huffman tables) fits well within. */
+const HEADER_PROBE_BYTES = 512;
+
+/**
+ * The length a loose object's header states for the whole inflated object (header included), read by inflating
+ * only its first compressed bytes; undefined when they do not reach the header's end or it is not a header.
+ */
+function statedLength(raw: Buffer): number | undefined {
+  let start: Buffer;
+  try {
+    start = inflateSync(raw.subarray(0, HEADER_PROBE_BYTES), { finishFlush: zlibConstants.Z_SYNC_FLUSH });
+  } catch {
+    return undefined;
+  }
+  const nul = start.indexOf(0);
+  const space = start.indexOf(0x20);
+  if (nul < 0 || space < 0 || space > nul || nul > 32) return undefined;
+  const size = Number(start.toString('latin1', space + 1, nul));
+  return Number.isSafeInteger(size) && size >= 0 ? nul + 1 + size : undefined;
+}
 
 /**
  * A loose object (`objects/xx/...`, zlib of `<type> <size>\0<body>`), or undefined when there is
@@ -59,7 +77,13 @@ export async function readLooseObject(args: { fs: FsPromises; gitdir: string; oi
   }
   let object: Buffer;
   try {
-    object = raw.byteLength > INFLATE_ASYNC_BYTES ? await inflateAsync(raw) : inflateSync(raw);
+    if (raw.byteLength <= INFLATE_ASYNC_BYTES) object = inflateSync(raw);
+    else {
+      // Sized by its header when its first bytes give it (then bounded by it), else guessed: text deflates to a
+      // third or so of its size.
+      const stated = statedLength(raw);
+      object = await inflateOffLoop(raw, stated ?? raw.byteLength * 3, stated);
+    }
   } catch (err) {
     throw new CorruptStore({ where: path, reason: `cannot inflate: ${String(err)}` });
   }

@@ -1,11 +1,10 @@
-import { promisify } from 'node:util';
-import { inflate, inflateSync } from 'node:zlib';
+import { inflateSync } from 'node:zlib';
 import { CorruptStore } from '../errors.js';
 import type { FileHandleLike, FsPromises } from '../fs/fs.js';
 import { Lru } from '../../common/lru.js';
+import { inflateOffLoop } from './offLoopZlib.js';
 import { PackIndex } from './packIndex.js';
 
-const inflateAsync = promisify(inflate);
 
 /** Pack entry types (git's `object_type`); 5 is unused. */
 export const PACK_TYPES = { 1: 'commit', 2: 'tree', 3: 'blob', 4: 'tag' } as const;
@@ -179,7 +178,7 @@ export class PackReader {
     let body: Buffer;
     try {
       const options = { maxOutputLength: Math.max(size, 1) };
-      body = compressed.byteLength > INFLATE_ASYNC_BYTES ? await inflateAsync(compressed, options) : inflateSync(compressed, options);
+      body = compressed.byteLength > INFLATE_ASYNC_BYTES ? await inflateOffLoop(compressed, size, options.maxOutputLength) : inflateSync(compressed, options);
     } catch (err) {
       throw corrupt(`cannot inflate: ${String(err)}`);
     }

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { promises as nodeFs } from 'node:fs';
+import { deflateSync } from 'node:zlib';
 import { expect } from 'chai';
 import { errnoCode } from '../../../src/common/errors.js';
 import type { FsPromises } from '../../../src/storage/fs/fs.js';
@@ -240,5 +242,25 @@ describe('storage/git: our pack reader, judged by C git', function () {
     db.close();
     expect((err as { code?: string }).code, String(err)).to.equal('CORRUPT_STORE');
     expect(String(err)).to.include(`hash to ${otherId}`);
+  });
+
+  it('reads a large loose object that barely compresses whole, and refuses one whose header understates its size', async () => {
+    const copy = `${tmp.dir}/loose-large.git`;
+    await git(['init', '--bare', '-q', copy]);
+    const noisy = randomBytes(2 * 1024 * 1024 + 3);
+    const { oid } = blobObject(noisy);
+    await writeLooseBlob({ fs, gitdir: copy, oid, bytes: noisy });
+    const db = new ObjectDatabase(fs, copy);
+    expect((await db.read(oid)).body.equals(noisy)).to.equal(true);
+    // A header that says 10 bytes in front of 200 KB: inflating stops at what the header allows.
+    const liar = Buffer.concat([Buffer.from('blob 10\0', 'latin1'), randomBytes(200 * 1024)]);
+    const liarId = blobObject(Buffer.from('ten bytes!')).oid;
+    const path = `${copy}/objects/${liarId.slice(0, 2)}/${liarId.slice(2)}`;
+    await nodeFs.mkdir(path.slice(0, path.lastIndexOf('/')), { recursive: true });
+    await nodeFs.writeFile(path, deflateSync(liar));
+    const err = await db.read(liarId).catch((e: unknown) => e);
+    db.close();
+    expect((err as { code?: string }).code, String(err)).to.equal('CORRUPT_STORE');
+    expect(String(err)).to.match(/cannot inflate/);
   });
 });
