@@ -13,8 +13,8 @@ const chunkFor = (bytes: number): number => Math.min(MAX_CHUNK, Math.max(MIN_CHU
 
 /**
  * Inflates on libuv's thread pool in one pass, its output buffer sized to `expectedBytes`. With Node's default
- * 16 KiB chunks each chunk is a hop back to the event loop: measured on 1 and 20 MiB (`node` beside the bench),
- * twice the CPU of inflating in place, and the event loop as busy as if it had (3.3-4 ms per MiB); in one
+ * 16 KiB chunks each chunk is a hop back to the event loop: measured on 1 and 20 MiB of text (README, File
+ * items), twice the CPU of inflating in place, and the event loop as busy as if it had (3.3-4 ms per MiB); in one
  * pass the CPU is that of `inflateSync` and the event loop spends ~0.3-0.6 ms per MiB. `maxOutputLength`
  * bounds what a damaged or hostile stream may grow to.
  */

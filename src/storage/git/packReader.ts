@@ -5,7 +5,6 @@ import { Lru } from '../../common/lru.js';
 import { inflateOffLoop } from './offLoopZlib.js';
 import { PackIndex } from './packIndex.js';
 
-
 /** Pack entry types (git's `object_type`); 5 is unused. */
 export const PACK_TYPES = { 1: 'commit', 2: 'tree', 3: 'blob', 4: 'tag' } as const;
 export type StoredType = (typeof PACK_TYPES)[keyof typeof PACK_TYPES];
