@@ -13,9 +13,9 @@ const chunkFor = (bytes: number): number => Math.min(MAX_CHUNK, Math.max(MIN_CHU
 
 /**
  * Inflates on libuv's thread pool in one pass, its output buffer sized to `expectedBytes`. With Node's default
- * 16 KiB chunks each chunk is a hop back to the event loop: measured on 1 and 20 MiB of text (README, File
- * items), twice the CPU of inflating in place, and the event loop as busy as if it had (3.3-4 ms per MiB); in one
- * pass the CPU is that of `inflateSync` and the event loop spends ~0.3-0.6 ms per MiB. `maxOutputLength`
+ * 16 KiB chunks each chunk is a hop back to the event loop: on 1 and 20 MiB of text (test/bench/zlibChunks.ts),
+ * about twice the CPU of inflating in place, and 2-4 ms of event loop per MiB; in one pass the CPU is that of
+ * `inflateSync` and the event loop spends well under a millisecond per MiB. `maxOutputLength`
  * bounds what a damaged or hostile stream may grow to.
  */
 export function inflateOffLoop(compressed: Uint8Array, expectedBytes: number, maxOutputLength?: number): Promise<Buffer> {
