@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CLI } from '../support/child.js';
 import { tmpDir } from '../support/tmp.js';
+import { sampleAt } from './timing.js';
 import { cpuSecondsOf, memoryOf, UNPINNED } from './machine.js';
 import { startOurServer } from './processes.js';
 import { scriptOptions } from './settings.js';
@@ -40,7 +41,6 @@ if (!(RATE >= 0)) throw new Error(`--rate must be 0 or more (got ${RATE})`);
 if (KB > 25 * 1024) throw new Error('--kb must be at most 25600 (the default KNOWLEDGE_MAX_FILE_BYTES)');
 
 const run = promisify(execFile);
-const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
 
 /** A text file of about `kb` KB: lines of random base64. */
 function textFile(kb: number): Buffer {
@@ -123,8 +123,8 @@ async function oneRound(who: string, cli: string, files: Buffer[]): Promise<Roun
     return {
       downloads: d.length,
       perSecond: d.length / seconds,
-      download: { p50: pct(d, 0.5), p99: pct(d, 0.99) },
-      get: { count: g.length, p50: pct(g, 0.5), p99: pct(g, 0.99), max: pct(g, 1) },
+      download: { p50: sampleAt(d, 0.5), p99: sampleAt(d, 0.99) },
+      get: { count: g.length, p50: sampleAt(g, 0.5), p99: sampleAt(g, 0.99), max: sampleAt(g, 1) },
       cpuPercent: { server: ((cpuAfter.self - cpuBefore.self) * 100) / seconds, children: ((cpuAfter.children - cpuBefore.children) * 100) / seconds },
       rssMiB: (await memoryOf(served.pid))?.rssMiB ?? NaN,
     };

@@ -14,6 +14,7 @@ import { readFile } from 'node:fs/promises';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { CLI, ROOT } from '../support/child.js';
 import { tmpDir } from '../support/tmp.js';
+import { sampleAt } from './timing.js';
 
 const ROUNDS = Number(process.env.BENCH_FILE_ROUNDS ?? 3);
 const READERS = Number(process.env.BENCH_FILE_READERS ?? 4);
@@ -65,7 +66,6 @@ async function peakRssMb(pid: number): Promise<number> {
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
 
 async function main(): Promise<void> {
   const tmp = await tmpDir('ks-bench-files');
@@ -105,8 +105,8 @@ async function main(): Promise<void> {
       const sorted = [...latencies].sort((a, b) => a - b);
       const t = [...times].sort((a, b) => a - b);
       console.log(
-        `${label} PDF (${(pdf.byteLength / 1024 / 1024).toFixed(1)} MiB): time to 200 median ${pct(t, 0.5).toFixed(0)} ms (min ${t[0]?.toFixed(0)}, max ${t[t.length - 1]?.toFixed(0)}); ` +
-          `peak RSS ${(await peakRssMb(server.pid)).toFixed(0)} MB; other clients' GET (${sorted.length}) p50 ${pct(sorted, 0.5).toFixed(1)} ms, p99 ${pct(sorted, 0.99).toFixed(1)} ms, max ${pct(sorted, 1).toFixed(1)} ms`,
+        `${label} PDF (${(pdf.byteLength / 1024 / 1024).toFixed(1)} MiB): time to 200 median ${sampleAt(t, 0.5).toFixed(0)} ms (min ${t[0]?.toFixed(0)}, max ${t[t.length - 1]?.toFixed(0)}); ` +
+          `peak RSS ${(await peakRssMb(server.pid)).toFixed(0)} MB; other clients' GET (${sorted.length}) p50 ${sampleAt(sorted, 0.5).toFixed(1)} ms, p99 ${sampleAt(sorted, 0.99).toFixed(1)} ms, max ${sampleAt(sorted, 1).toFixed(1)} ms`,
       );
     }
   } finally {

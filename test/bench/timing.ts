@@ -63,6 +63,11 @@ export interface Stats {
   max: number;
 }
 
+/** The sample at fraction `p` of `sorted` (ascending), by index `floor(n·p)`: p99, max (p = 1) and the like. */
+export function sampleAt(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+}
+
 export function stats(samples: number[]): Stats {
   const s = [...samples].sort((a, b) => a - b);
   const at = (q: number): number => s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? NaN;

@@ -15,16 +15,19 @@ async function namesIn(fs: FsPromises, dir: string): Promise<string[]> {
   }
 }
 
-/** The `.idx` files of objects/pack (C git ignores dot-files there: `.tmp-*` packs it is writing or left behind). */
+/** A pack's index in objects/pack (C git ignores dot-files there: `.tmp-*` packs it is writing or left behind). */
+const isPackIndex = (name: string): boolean => name.endsWith('.idx') && !name.startsWith('.');
+
+/** The `.idx` files of objects/pack. */
 export async function packIndexPaths(fs: FsPromises, gitdir: string): Promise<string[]> {
   const packDir = `${gitdir}/objects/pack`;
-  return (await namesIn(fs, packDir)).filter((n) => n.endsWith('.idx') && !n.startsWith('.')).map((n) => `${packDir}/${n}`);
+  return (await namesIn(fs, packDir)).filter(isPackIndex).map((n) => `${packDir}/${n}`);
 }
 
-/** Packs with both files, as git counts them: `.pack` and `.idx`, no dot-file. */
+/** Packs with both files, as git counts them: an index and its `.pack`. */
 function completePacks(names: string[]): number {
   const present = new Set(names);
-  return names.filter((n) => n.endsWith('.idx') && !n.startsWith('.') && present.has(`${n.slice(0, -'.idx'.length)}.pack`)).length;
+  return names.filter((n) => isPackIndex(n) && present.has(`${n.slice(0, -'.idx'.length)}.pack`)).length;
 }
 
 /**

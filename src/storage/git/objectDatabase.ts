@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import { DEFAULT_SHARES } from '../../common/cacheBudget.js';
 import { errnoCode } from '../../common/errors.js';
@@ -6,7 +5,7 @@ import { CorruptStore } from '../errors.js';
 import type { FsPromises } from '../fs/fs.js';
 import { Lru } from '../../common/lru.js';
 import { applyDelta } from './deltaApply.js';
-import { isObjectId } from './objectFormat.js';
+import { isObjectId, objectIdHash } from './objectFormat.js';
 import { readLooseObject } from './looseObject.js';
 import { packIndexPaths } from './objectCount.js';
 import { PACK_MISMATCH, PackReader, WindowCache, type PackEntry, type StoredType } from './packReader.js';
@@ -30,7 +29,7 @@ const HASH_SLICE_BYTES = 1024 * 1024;
  */
 async function idInSlices(object: StoredObject): Promise<string> {
   const { body } = object;
-  const hash = createHash('sha1').update(`${object.type} ${body.byteLength}\0`);
+  const hash = objectIdHash(object.type, body.byteLength);
   for (let at = 0; at < body.byteLength; at += HASH_SLICE_BYTES) {
     if (at > 0) await setImmediate();
     hash.update(body.subarray(at, at + HASH_SLICE_BYTES));
@@ -97,7 +96,8 @@ export class ObjectDatabase {
   private async readChecked(oid: string, depth: number): Promise<StoredObject> {
     const found = await this.find(oid, depth);
     if (!found) throw new CorruptStore({ where: `${this.gitdir} object ${oid}`, reason: 'missing' });
-    const hash = found.body.byteLength > HASH_SLICE_BYTES ? await idInSlices(found) : createHash('sha1').update(`${found.type} ${found.body.byteLength}\0`).update(found.body).digest('hex');
+    const { type, body } = found;
+    const hash = body.byteLength > HASH_SLICE_BYTES ? await idInSlices(found) : objectIdHash(type, body.byteLength).update(body).digest('hex');
     if (hash !== oid) throw new CorruptStore({ where: `${this.gitdir} object ${oid}`, reason: `its bytes hash to ${hash}` });
     return found;
   }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 
 export interface TreeEntry {
   mode: string;
@@ -37,8 +37,13 @@ export interface GitObject {
  * them on random input), so ids, and the pinned fixture, do not change.
  */
 export function gitObject(type: ObjectType, body: Buffer): GitObject {
-  const oid = createHash('sha1').update(`${type} ${body.byteLength}\0`).update(body).digest('hex');
+  const oid = objectIdHash(type, body.byteLength).update(body).digest('hex');
   return { oid, type, body };
+}
+
+/** The SHA-1 an object's id is, its `<type> <size>\0` header already in: the body is still to be fed to it. */
+export function objectIdHash(type: string, byteLength: number): Hash {
+  return createHash('sha1').update(`${type} ${byteLength}\0`);
 }
 
 export function blobObject(content: Uint8Array): GitObject {
