@@ -531,9 +531,10 @@ describe('cli (knowledge-store as a child process)', function () {
       await fails(['key', 'list', '--org', 'acme', '--data-dir', D, '--bogus'], /unknown option/);
     });
 
-    it('serve hands --cache-mb and --max-open-orgs to the configuration: one out of range is refused, with its setting named', async () => {
+    it('serve hands --cache-mb, --search-cache-mb and --max-open-orgs to the configuration: one out of range is refused, with its setting named', async () => {
       const fresh = join(tmp.dir, 'never-made');
       await fails(['serve', '--port', '0', '--data-dir', fresh, '--cache-mb', '7'], /KNOWLEDGE_CACHE_MB must be an integer from 8 to 1048576 \(got "7"\)/);
+      await fails(['serve', '--port', '0', '--data-dir', fresh, '--search-cache-mb', '1025'], /KNOWLEDGE_SEARCH_CACHE_MB must be an integer from 1 to 1024 \(got "1025"\)/);
       await fails(['serve', '--port', '0', '--data-dir', fresh, '--max-open-orgs', '-1'], /KNOWLEDGE_MAX_OPEN_ORGS must be an integer from 0 to 10000000 \(got "-1"\)/);
       // Refused before anything is made: no data directory, so no admin key printed and lost.
       expect(await nodeFs.access(fresh).then(() => true, () => false)).to.equal(false);

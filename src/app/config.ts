@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { DEFAULT_CACHE_BYTES } from '../common/cacheBudget.js';
+import { DEFAULT_PAGE_CACHES_BYTES } from '../storage/search/pageCaches.js';
 import { isLogLevel, type LogLevel } from '../common/log.js';
 import type { MetricsAccess } from '../common/metrics.js';
 import type { WebhookSettings } from '../domain/webhooks.js';
@@ -42,6 +43,11 @@ export interface Config {
   rateLimitAuthFailuresBurst: number;
   /** Keep a full-text index per organization and answer GET /search (off: no index file, /search answers 404). */
   search: boolean;
+  /**
+   * The bytes SQLite's page caches of the search indexes may hold, all organizations together
+   * (KNOWLEDGE_SEARCH_CACHE_MB; storage/search/pageCaches.ts shares it out).
+   */
+  searchCacheBytes: number;
   /** Milliseconds of search a key may use per minute, sustained (0 turns the limit off; see http/searchTime.ts). */
   searchMsPerKey: number;
   /** How many of them one key may use at once. */
@@ -79,6 +85,7 @@ export interface ConfigOverrides {
   autoRepackObjects?: string;
   maxOpenOrgs?: string;
   cacheMb?: string;
+  searchCacheMb?: string;
   rateLimitPerKey?: string;
   rateLimitPerKeyBurst?: string;
   rateLimitAuthFailures?: string;
@@ -114,6 +121,8 @@ export const DEFAULTS = {
   rateLimitAuthFailures: 20,
   rateLimitAuthFailuresBurst: 40,
   search: true,
+  // Sixteen organizations at the full 16 MiB each; SQLite's WebAssembly heap, which holds them, stops at 2 GiB.
+  searchCacheMb: DEFAULT_PAGE_CACHES_BYTES / (1024 * 1024),
   // Half of the one event loop's time, sustained, with half a minute of it at once: a key searching back to back
   // at full speed leaves the server the other half; an agent that searches between other work never meets it.
   searchMsPerKey: 30_000,
@@ -140,6 +149,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
   const autoRepackObjects = integer(pick(overrides.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS'), DEFAULTS.autoRepackObjects, 'KNOWLEDGE_AUTO_REPACK_OBJECTS', 0, 10_000_000);
   const maxOpenOrgs = integer(pick(overrides.maxOpenOrgs, 'KNOWLEDGE_MAX_OPEN_ORGS'), DEFAULTS.maxOpenOrgs, 'KNOWLEDGE_MAX_OPEN_ORGS', 0, 10_000_000);
   const cacheBytes = integer(pick(overrides.cacheMb, 'KNOWLEDGE_CACHE_MB'), DEFAULTS.cacheMb, 'KNOWLEDGE_CACHE_MB', 8, 1024 * 1024) * MIB;
+  // At most half of SQLite's 2 GiB heap: the rest holds each open index's own (~0.2 MiB) and its transactions.
+  const searchCacheBytes = integer(pick(overrides.searchCacheMb, 'KNOWLEDGE_SEARCH_CACHE_MB'), DEFAULTS.searchCacheMb, 'KNOWLEDGE_SEARCH_CACHE_MB', 1, 1024) * MIB;
   const perMinute = (flag: string | undefined, name: string, fallback: number): number => integer(pick(flag, name), fallback, name, 0, 10_000_000);
   const rateLimitPerKey = perMinute(overrides.rateLimitPerKey, 'KNOWLEDGE_RATE_LIMIT_PER_KEY', DEFAULTS.rateLimitPerKey);
   const rateLimitAuthFailures = perMinute(overrides.rateLimitAuthFailures, 'KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES', DEFAULTS.rateLimitAuthFailures);
@@ -194,6 +205,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     autoRepackObjects,
     maxOpenOrgs,
     cacheBytes,
+    searchCacheBytes,
     search: searchSetting === 'on',
     searchMsPerKey,
     searchMsPerKeyBurst,

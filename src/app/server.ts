@@ -71,6 +71,7 @@ export async function startServer(args: {
       maxOpenOrgs: config.maxOpenOrgs,
       caches,
       search: config.search,
+      searchCacheBytes: config.searchCacheBytes,
       announce,
       metrics,
       replication: config.replication,

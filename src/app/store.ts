@@ -5,6 +5,7 @@ import type { Logger } from '../common/log.js';
 import type { Metrics } from '../common/metrics.js';
 import { createOrganization } from '../domain/orgs.js';
 import { readNeed } from '../domain/search.js';
+import { PageCaches } from '../storage/search/pageCaches.js';
 import { lockDataDir, serverPid } from '../storage/fs/dataDirLock.js';
 import { watchDirectory } from '../storage/fs/fileWatch.js';
 import type { FsPromises } from '../storage/fs/fs.js';
@@ -57,6 +58,8 @@ export async function openServingStore(
     /** The shares of KNOWLEDGE_CACHE_MB the repositories' caches hold, together (default: those of DEFAULT_CACHE_BYTES). */
     caches?: Pick<CacheShares, 'contents' | 'windows' | 'bases'>;
     search?: boolean;
+    /** What the search indexes' SQLite page caches hold together, bytes (KNOWLEDGE_SEARCH_CACHE_MB; default: the process's budget). */
+    searchCacheBytes?: number;
     announce: (line: string) => void;
     metrics?: Metrics;
     replication?: ReplicationSettings;
@@ -80,7 +83,7 @@ export async function openServingStore(
       owner: true,
       autoRepackObjects: args.autoRepackObjects,
       metrics,
-      search: args.search === false ? undefined : { readNeed },
+      search: args.search === false ? undefined : { readNeed, pageCaches: args.searchCacheBytes === undefined ? undefined : new PageCaches(args.searchCacheBytes, logger) },
       opened:
         replication &&
         ((repo) => {

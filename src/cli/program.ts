@@ -90,6 +90,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .option('--rate-limit-per-key-burst <n>', 'requests a key may send at once (default: $KNOWLEDGE_RATE_LIMIT_PER_KEY_BURST, else 6000, or the per-minute rate when that is changed)')
     .option('--rate-limit-auth-failures <n>', 'failed authentications per minute per client address, 0 = no limit (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES or 20)')
     .option('--search <on|off>', 'keep a full-text index and answer GET /search (default: $KNOWLEDGE_SEARCH or on)')
+    .option('--search-cache-mb <n>', 'MiB SQLite\'s page caches of the search indexes may hold, all organizations together, 1 to 1024 (default: $KNOWLEDGE_SEARCH_CACHE_MB or 256)')
     .option('--allowed-origins <list>', 'browser origins besides the server\'s own allowed to call POST /mcp, comma-separated (default: $KNOWLEDGE_ALLOWED_ORIGINS or none)')
     .option('--rate-limit-auth-failures-burst <n>', 'failures an address may have in a row (default: $KNOWLEDGE_RATE_LIMIT_AUTH_FAILURES_BURST, else 40, or the per-minute rate when that is changed)')
     .option('--metrics <off|local|on|token:secret>', 'who may read GET /metrics: nobody, this machine, anyone, or Bearer <secret> (default: $KNOWLEDGE_METRICS or local; a token is better kept in the environment than on the command line)')

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { existsSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../../src/app/config.js';
+import { createLogger } from '../../src/common/log.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
 import { urlOf } from './adminApi.js';
 import { del, expectError, put } from './helpers.js';
@@ -261,5 +262,37 @@ describe('HTTP search turned off (KNOWLEDGE_SEARCH=off)', function () {
     expect(loadConfig({ KNOWLEDGE_SEARCH: 'off' }).search).to.equal(false);
     expect(loadConfig({ KNOWLEDGE_SEARCH: 'off' }, { search: 'on' }).search).to.equal(true);
     expect(() => loadConfig({ KNOWLEDGE_SEARCH: 'no' })).to.throw(ConfigError, 'KNOWLEDGE_SEARCH must be on or off (got "no")');
+  });
+});
+
+describe('HTTP search: the page caches of all organizations share KNOWLEDGE_SEARCH_CACHE_MB', function () {
+  this.timeout(60_000);
+
+  it('shares the figure among the organizations opened, and every one still answers', async () => {
+    const lines: Array<{ msg: string; indexes?: number; kibEach?: number }> = [];
+    const logger = createLogger({ level: 'info', write: (line) => void lines.push(JSON.parse(line) as (typeof lines)[number]) });
+    const server = await startTestServer({ config: { searchCacheBytes: loadConfig({ KNOWLEDGE_SEARCH_CACHE_MB: '16' }).searchCacheBytes }, logger });
+    try {
+      const keys = [server.adminKey];
+      for (const orgId of ['acme', 'globex', 'initech']) keys.push(await server.org(orgId));
+      for (const [i, key] of keys.entries()) {
+        await ok(put(server, key, 'a/b.md', { content: `tomato ${i}` }));
+        const res = await search(server, key, q('tomato'));
+        expect(res.status).to.equal(200);
+        expect((res.body?.data?.results as unknown[]).length).to.equal(1);
+      }
+      const shared = lines.filter((l) => l.msg === 'search page caches shared out');
+      // Four indexes in 16 MiB: 8 MiB each for two, 4 MiB each for three and four.
+      expect(shared.map((l) => [l.indexes, l.kibEach])).to.deep.equal([[2, 8_192], [3, 4_096]]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('the setting is MiB, from the environment or the flag, 1 to 1024', () => {
+    expect(loadConfig({}).searchCacheBytes).to.equal(256 * 1024 * 1024);
+    expect(loadConfig({ KNOWLEDGE_SEARCH_CACHE_MB: '64' }).searchCacheBytes).to.equal(64 * 1024 * 1024);
+    expect(loadConfig({ KNOWLEDGE_SEARCH_CACHE_MB: '64' }, { searchCacheMb: '8' }).searchCacheBytes).to.equal(8 * 1024 * 1024);
+    expect(() => loadConfig({ KNOWLEDGE_SEARCH_CACHE_MB: '0' })).to.throw(ConfigError, 'KNOWLEDGE_SEARCH_CACHE_MB must be an integer from 1 to 1024 (got "0")');
   });
 });

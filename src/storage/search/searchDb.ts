@@ -1,7 +1,8 @@
 import type { Logger } from '../../common/log.js';
 import { rankingQuery, searchRowOf, type RankingArgs, type SearchRow } from './ftsQuery.js';
 import type { TransactionFollower } from './rankIndex.js';
-import { metaOf, openSearchFile, PAGE_CACHE_KIB, removeSearchFile, type Database } from './searchFile.js';
+import { processPageCaches, type PageCaches, type PageCacheSeat } from './pageCaches.js';
+import { metaOf, openSearchFile, removeSearchFile, type Database } from './searchFile.js';
 
 type Statement = ReturnType<Database['prepare']>;
 
@@ -41,15 +42,32 @@ export class SearchDb {
     private readonly db: Database,
     /** False when the last process to use the file did not close it (a crash). */
     readonly closedCleanly: boolean,
+    /** Its page cache's share of the process's (pageCaches.ts). */
+    private readonly seat: PageCacheSeat,
   ) {}
 
   /**
-   * Opens (or creates) the file. One that cannot be read, or holds another
-   * format, is deleted and started afresh: it is only a cache.
+   * Opens (or creates) the file, its page cache a share of `caches`. One that cannot be read, or holds
+   * another format, is deleted and started afresh: it is only a cache.
    */
-  static open(file: string, logger: Logger): SearchDb {
-    const { db, closedCleanly } = openSearchFile(file, logger);
-    return new SearchDb(db, closedCleanly);
+  static open(file: string, logger: Logger, caches: PageCaches = processPageCaches): SearchDb {
+    let db: Database | undefined;
+    // Seated first: the share is lowered for the others before this one reads a page.
+    const seat = caches.join((kib) => db?.exec(`PRAGMA cache_size = -${kib}`));
+    try {
+      const opened = openSearchFile(file, logger, seat.kib);
+      db = opened.db;
+      return new SearchDb(opened.db, opened.closedCleanly, seat);
+    } catch (err) {
+      seat.leave();
+      throw err;
+    }
+  }
+
+  /** KiB SQLite's page cache may hold now, as SQLite says (`PRAGMA cache_size`). */
+  pageCacheKib(): number {
+    const row = this.db.get('PRAGMA cache_size');
+    return -Number(row?.cache_size);
   }
 
   /** Deletes the index file and what SQLite keeps beside it. */
@@ -209,15 +227,15 @@ export class SearchDb {
   }
 
   /**
-   * Runs `fn` with a page cache of `kib` instead (for one pass over every row, whose pages are read once: at the
-   * full size it would grow the WebAssembly heap, which never shrinks, by 16 MiB for nothing kept).
+   * Runs `fn` (synchronous) with a page cache of at most `kib` instead (for one pass over every row, whose pages are
+   * read once: at its full share it would grow the WebAssembly heap, which never shrinks, for nothing kept).
    */
   withPageCache<T>(kib: number, fn: () => T): T {
-    this.db.exec(`PRAGMA cache_size = -${kib}`);
+    this.db.exec(`PRAGMA cache_size = -${Math.min(kib, this.seat.kib)}`);
     try {
       return fn();
     } finally {
-      this.db.exec(`PRAGMA cache_size = -${PAGE_CACHE_KIB}`);
+      this.db.exec(`PRAGMA cache_size = -${this.seat.kib}`);
     }
   }
 
@@ -229,10 +247,14 @@ export class SearchDb {
 
   /** Closes the file; a clean close is remembered, so the next open skips the check. */
   close(): void {
-    for (const stmt of this.statements.values()) stmt.finalize();
-    this.statements.clear();
-    this.db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('clean', '1')");
-    this.db.close();
+    try {
+      for (const stmt of this.statements.values()) stmt.finalize();
+      this.statements.clear();
+      this.db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('clean', '1')");
+      this.db.close();
+    } finally {
+      this.seat.leave();
+    }
   }
 
   /**

@@ -14,23 +14,20 @@ const SCHEMA = `
   CREATE VIRTUAL TABLE IF NOT EXISTS paths USING fts5(path, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3');
 `;
 
-/** SQLite's page cache, KiB. */
-export const PAGE_CACHE_KIB = 16_384;
-
 /**
- * The search index's SQLite file opened (or created) for SearchDb, and whether the last process to use it
- * closed it (false after a crash). One that cannot be read, or holds another format, is deleted and started
- * afresh: it is only a cache.
+ * The search index's SQLite file opened (or created) for SearchDb, with a page cache of `cacheKib` (its share of
+ * the process's, see pageCaches.ts), and whether the last process to use it closed it (false after a crash). One
+ * that cannot be read, or holds another format, is deleted and started afresh: it is only a cache.
  */
-export function openSearchFile(file: string, logger: Logger): { db: Database; closedCleanly: boolean } {
+export function openSearchFile(file: string, logger: Logger, cacheKib: number): { db: Database; closedCleanly: boolean } {
   // The VFS locks with a directory `<file>.lock`; only this process uses the file, so one present now was left by a crash.
   rmSync(`${file}.lock`, { recursive: true, force: true });
   try {
-    return openOrThrow(file);
+    return openOrThrow(file, cacheKib);
   } catch (err) {
     logger.warn('search index unreadable; starting it afresh', { file, error: String(err) });
     removeSearchFile(file);
-    return openOrThrow(file);
+    return openOrThrow(file, cacheKib);
   }
 }
 
@@ -40,7 +37,7 @@ export function removeSearchFile(file: string): void {
   rmSync(`${file}.lock`, { recursive: true, force: true });
 }
 
-function openOrThrow(file: string): { db: Database; closedCleanly: boolean } {
+function openOrThrow(file: string, cacheKib: number): { db: Database; closedCleanly: boolean } {
   const db = new sqlite.Database(file);
   try {
     // Exclusive locking first: the package's file layer opens a WAL file only under it, and this process
@@ -49,7 +46,7 @@ function openOrThrow(file: string): { db: Database; closedCleanly: boolean } {
     db.exec('PRAGMA locking_mode = EXCLUSIVE');
     const mode = db.get('PRAGMA journal_mode = WAL');
     if (mode?.journal_mode !== 'wal') throw new Error(`search index: journal mode ${String(mode?.journal_mode)}, expected wal`);
-    db.exec(`PRAGMA synchronous = OFF; PRAGMA cache_size = -${PAGE_CACHE_KIB};`);
+    db.exec(`PRAGMA synchronous = OFF; PRAGMA cache_size = -${cacheKib};`);
     db.exec(SCHEMA);
     const format = metaOf(db, 'format');
     // Format 1 lacked only the index of paths, which its items table holds: filled in place, not rebuilt

@@ -9,6 +9,7 @@ import { matchExpression, pathMatchExpression, type SearchTerms } from './matchE
 import { plainSearch, plainTerms } from './plainSearch.js';
 import { RankCopy } from './rankCopy.js';
 import { ReadGate } from './readGate.js';
+import type { PageCaches } from './pageCaches.js';
 import { SearchDb } from './searchDb.js';
 import { hitsOf, prefixRange, type SearchHit } from './searchHits.js';
 
@@ -89,14 +90,16 @@ export class SearchIndex implements DerivedView {
     inBackground?: boolean;
     /** RankIndex's thresholds (tests). */
     rankTuning?: { compactAt?: number; topFrom?: number; topSize?: number };
+    /** The budget its SQLite page cache has a share of (the process's default unless given; pageCaches.ts). */
+    pageCaches?: PageCaches;
   }): Promise<SearchIndex> {
-    const { file, logger, orgId } = args;
-    let db = SearchDb.open(file, logger);
+    const { file, logger, orgId, pageCaches } = args;
+    let db = SearchDb.open(file, logger, pageCaches);
     if (!db.closedCleanly && !db.quickCheck()) {
       logger.warn('search index damaged (not closed cleanly, check failed); rebuilding', { org: orgId });
       db.close();
       SearchDb.remove(file);
-      db = SearchDb.open(file, logger);
+      db = SearchDb.open(file, logger, pageCaches);
     }
     const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY, args.metrics ?? silentMetrics, args.rankTuning);
     if (db.head !== args.source.headCommit || !db.closedCleanly) {
