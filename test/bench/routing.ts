@@ -2,7 +2,8 @@
  * README, Scaling: two figures behind "what breaks first".
  * 1. The key file at 1,000 to 100,000 keys on one node: its size, the re-read after a change (every
  *    node re-reads keys.json whole when the CLI, the API or the usage flush changes it), one lookup,
- *    and one key made (the file rewritten whole under its lock).
+ *    one key made (the file rewritten whole under its lock), and the lookup after it (what this process
+ *    wrote is not read back) and after a usage flush. `--keys-only` measures the key file alone.
  * 2. What HAProxy (scripts/haproxy.cfg) adds to a GET: autocannon against one node directly and
  *    through the proxy, 16 connections, alternating, best of 2 each. Needs `haproxy` on the PATH.
  * Alone: `npx tsx test/bench/routing.ts` (about a minute; prints the load average with each figure).
@@ -51,9 +52,20 @@ async function keyFile(dir: string, count: number): Promise<void> {
   t = performance.now();
   await createKey({ keys: store, orgId: 'org-1', role: 'reader', name: 'new' });
   const create = performance.now() - t;
+  t = performance.now();
+  await store.findByHash(probe);
+  const afterOwn = performance.now() - t;
+  store.noteUsed(keys[0]?.id as string, new Date());
+  t = performance.now();
+  await store.flushUsage();
+  const flush = performance.now() - t;
+  t = performance.now();
+  await store.findByHash(probe);
+  const afterFlush = performance.now() - t;
   console.log(
     `keys.json, ${count.toLocaleString('en')} keys: ${(size / 1048576).toFixed(1)} MiB; re-read after a change ${reread.toFixed(1)} ms; ` +
-      `lookup (stat + map) ${(lookup * 1000).toFixed(0)} µs; key create (rewrite under the lock) ${create.toFixed(1)} ms; load ${load()}`,
+      `lookup (stat + map) ${(lookup * 1000).toFixed(0)} µs; key create (rewrite under the lock) ${create.toFixed(1)} ms; ` +
+      `next lookup ${afterOwn.toFixed(1)} ms; usage flush ${flush.toFixed(1)} ms, next lookup ${afterFlush.toFixed(1)} ms; load ${load()}`,
   );
 }
 
@@ -95,7 +107,7 @@ const work = await tmpDir('ks-bench-routing');
 try {
   console.log(`node ${process.version}, load average ${load()}`);
   for (const count of [1_000, 10_000, 100_000]) await keyFile(work.dir, count);
-  await proxyOverhead(work.dir);
+  if (!process.argv.includes('--keys-only')) await proxyOverhead(work.dir);
 } finally {
   await work.cleanup();
 }

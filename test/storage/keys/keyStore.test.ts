@@ -188,6 +188,42 @@ describe('storage/keyStore watching the data directory (real disk, real inotify)
     }
   });
 
+  it('does not read back what it wrote itself (a usage flush, a key made), but does read another writer\'s change', async () => {
+    let reads = 0;
+    const reading = Object.create(fs) as FsPromises;
+    reading.readFile = ((path: string, encoding: 'utf8') => {
+      if (path.endsWith('/keys.json')) reads++;
+      return fs.readFile(path, encoding);
+    }) as unknown as FsPromises['readFile'];
+    const server = new KeyStore({ fs: reading, dataDir: tmp.dir, logger: silentLogger, watch: watchDirectory });
+    const cli = new KeyStore({ fs, dataDir: tmp.dir, logger: silentLogger });
+    await server.startWatching();
+    try {
+      const k = key();
+      await server.add(k);
+      server.noteUsed(k.id, new Date());
+      await server.flushUsage();
+      reads = 0;
+      expect((await server.findByHash(k.hash))?.lastUsedAt, 'its own flush, as written').to.be.a('string');
+      await sleep(50); // the watch's reports of its own renames
+      expect((await server.findByHash(k.hash))?.id).to.equal(k.id);
+      expect(reads, 'reads of keys.json after its own writes').to.equal(0);
+      await cli.update(k.id, (r) => {
+        r.revokedAt = new Date().toISOString();
+      });
+      expect((await server.findByHash(k.hash))?.revokedAt, 'the other writer\'s revocation').to.be.a('string');
+      expect(reads).to.equal(1);
+      // Its next write reads the file under the lock (the one read a change needs), and nothing after.
+      server.noteUsed(k.id, new Date(Date.now() + 1000));
+      await server.flushUsage();
+      await sleep(50);
+      expect((await server.findByHash(k.hash))?.revokedAt, 'the revocation kept through its own write').to.be.a('string');
+      expect(reads).to.equal(2);
+    } finally {
+      server.stopWatch();
+    }
+  });
+
   it('falls back to a stat per lookup when the watch fails', async () => {
     let fail: (err: unknown) => void = () => undefined;
     const store = new KeyStore({
