@@ -1,9 +1,7 @@
 import { availableParallelism } from 'node:os';
-import { extname } from 'node:path';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Slots } from '../common/slots.js';
+import { besideModule, workerScript } from '../common/workerScript.js';
 import type { ExtractKind, ExtractLimits } from './extractors.js';
 import type { ExtractAnswer, ExtractJob } from './extractWorker.js';
 
@@ -19,19 +17,8 @@ export interface ExtractorSettings extends ExtractLimits {
 /** An extraction refused or failed: the reason the client is told (contract §8: 422 `Could not extract text: <reason>`). */
 export class ExtractionError extends Error {}
 
-/** The worker's file, beside this one: `.ts` under tsx (tests), `.js` once built. */
-const WORKER_FILE = new URL(`./extractWorker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
-
-/**
- * A worker does not inherit tsx's loader: under tsx (the tests) it registers it first, then loads
- * the TypeScript file; built, it is the plain file.
- */
-function workerScript(): { script: URL | string; eval: boolean } {
-  if (!WORKER_FILE.pathname.endsWith('.ts')) return { script: WORKER_FILE, eval: false };
-  // The ESM entry beside the CommonJS one `require` finds (this file may run as either).
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
-  return { script: `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(WORKER_FILE.href)}); });`, eval: true };
-}
+/** The worker's file, beside this one (see workerScript). */
+const WORKER_FILE = besideModule(import.meta.url, 'extractWorker');
 
 /**
  * Runs each extraction in a fresh worker thread with V8 heap limits and a deadline, at most
@@ -60,7 +47,7 @@ export class ExtractorPool {
     const { timeoutMs, maxHeapMb, maxInflatedBytes, maxPdfPages } = this.settings;
     const limits: ExtractLimits = { maxInflatedBytes, maxPdfPages };
     return new Promise((resolve, reject) => {
-      const { script, eval: evaluate } = workerScript();
+      const { script, eval: evaluate } = workerScript(WORKER_FILE);
       const worker = new Worker(script, {
         eval: evaluate,
         workerData: limits,
