@@ -48,7 +48,7 @@ export class OrgStore {
        * Keep a full-text index beside each repository (only in a process that owns the data dir:
        * the index file has one writer). `readNeed` ranks who may read an item (the domain's rules).
        */
-      search?: { readNeed: ReadNeed; progressEvery?: number; pageCaches?: PageCaches };
+      search?: { readNeed: ReadNeed; progressEvery?: number; pageCaches?: PageCaches; checkFile?: (file: string) => Promise<boolean> };
       /** Told of each repository once it is open, before anyone uses it (replication starts there). */
       opened?: (repo: OrgRepo) => Promise<void>;
       /** Close the least recently used idle organizations beyond this many open (0, the default: keep all open; see OpenOrgs). */

@@ -247,10 +247,19 @@ export class SearchDb {
 
   /** Closes the file; a clean close is remembered, so the next open skips the check. */
   close(): void {
+    this.closeFile(true);
+  }
+
+  /** Closes the file as it stands: one opened after a crash stays marked so (for its check, then a catch-up). */
+  release(): void {
+    this.closeFile(false);
+  }
+
+  private closeFile(clean: boolean): void {
     try {
       for (const stmt of this.statements.values()) stmt.finalize();
       this.statements.clear();
-      this.db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('clean', '1')");
+      if (clean) this.db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('clean', '1')");
       this.db.close();
     } finally {
       this.seat.leave();

@@ -37,7 +37,31 @@ export function removeSearchFile(file: string): void {
   rmSync(`${file}.lock`, { recursive: true, force: true });
 }
 
-function openOrThrow(file: string, cacheKib: number): { db: Database; closedCleanly: boolean } {
+/**
+ * SQLite's own consistency check of the file (pages, free list, indexes), on a connection of its own that is
+ * closed after: what a file not closed cleanly gets (see fileCheck.ts, which runs it in a worker thread).
+ * False when the check fails or the file cannot be read.
+ */
+export function checkFile(file: string, cacheKib: number): boolean {
+  rmSync(`${file}.lock`, { recursive: true, force: true });
+  let db: Database | undefined;
+  try {
+    db = connect(file, cacheKib);
+    const row = db.get('PRAGMA quick_check');
+    return row !== null && Object.values(row)[0] === 'ok';
+  } catch {
+    return false;
+  } finally {
+    try {
+      db?.close();
+    } catch {
+      // a file that failed its check may fail its close too: it is rebuilt either way
+    }
+  }
+}
+
+/** A connection to the file as every user of it opens one: exclusive, write-ahead log, never waiting for the disk. */
+function connect(file: string, cacheKib: number): Database {
   const db = new sqlite.Database(file);
   try {
     // Exclusive locking first: the package's file layer opens a WAL file only under it, and this process
@@ -47,6 +71,16 @@ function openOrThrow(file: string, cacheKib: number): { db: Database; closedClea
     const mode = db.get('PRAGMA journal_mode = WAL');
     if (mode?.journal_mode !== 'wal') throw new Error(`search index: journal mode ${String(mode?.journal_mode)}, expected wal`);
     db.exec(`PRAGMA synchronous = OFF; PRAGMA cache_size = -${cacheKib};`);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+function openOrThrow(file: string, cacheKib: number): { db: Database; closedCleanly: boolean } {
+  const db = connect(file, cacheKib);
+  try {
     db.exec(SCHEMA);
     const format = metaOf(db, 'format');
     // Format 1 lacked only the index of paths, which its items table holds: filled in place, not rebuilt

@@ -9,8 +9,10 @@ import { matchExpression, pathMatchExpression, type SearchTerms } from './matchE
 import { plainSearch, plainTerms } from './plainSearch.js';
 import { RankCopy } from './rankCopy.js';
 import { ReadGate } from './readGate.js';
+import { checkSearchFile } from './fileCheck.js';
 import type { PageCaches } from './pageCaches.js';
 import { SearchDb } from './searchDb.js';
+import { checkFile } from './searchFile.js';
 import { hitsOf, prefixRange, type SearchHit } from './searchHits.js';
 
 export { clip, MAX_SNIPPET_CHARS } from './searchHits.js';
@@ -24,6 +26,9 @@ export type { SearchHit } from './searchHits.js';
  * would checkpoint inside a COMMIT, after the ref update, while the writers wait.
  */
 const CHECKPOINT_EVERY = 16;
+
+/** The page cache of a check that could not run in a worker (KiB): it reads each page once. */
+const IN_PLACE_CHECK_CACHE_KIB = 2_048;
 
 /**
  * One organization's full-text index: which live items hold which words, and
@@ -92,13 +97,26 @@ export class SearchIndex implements DerivedView {
     rankTuning?: { compactAt?: number; topFrom?: number; topSize?: number };
     /** The budget its SQLite page cache has a share of (the process's default unless given; pageCaches.ts). */
     pageCaches?: PageCaches;
+    /** How a file not closed cleanly is checked (default: in a worker thread, checkSearchFile; tests). */
+    checkFile?: (file: string) => Promise<boolean>;
   }): Promise<SearchIndex> {
     const { file, logger, orgId, pageCaches } = args;
     let db = SearchDb.open(file, logger, pageCaches);
-    if (!db.closedCleanly && !db.quickCheck()) {
-      logger.warn('search index damaged (not closed cleanly, check failed); rebuilding', { org: orgId });
-      db.close();
-      SearchDb.remove(file);
+    if (!db.closedCleanly) {
+      // Checked in a worker thread, the file closed meanwhile (fileCheck.ts): in place it held the event loop for
+      // seconds. Reopened after, it is still marked as not closed cleanly, so it is caught up below.
+      db.release();
+      const started = Date.now();
+      const sound = await (args.checkFile ?? checkSearchFile)(file).catch((err: unknown) => {
+        logger.warn('search index: cannot check it in a worker thread; checking it here', { org: orgId, error: String(err) });
+        return checkFile(file, IN_PLACE_CHECK_CACHE_KIB);
+      });
+      if (sound) {
+        logger.info('search index checked (not closed cleanly): sound', { org: orgId, ms: Date.now() - started });
+      } else {
+        logger.warn('search index damaged (not closed cleanly, check failed); rebuilding', { org: orgId });
+        SearchDb.remove(file);
+      }
       db = SearchDb.open(file, logger, pageCaches);
     }
     const index = new SearchIndex(db, args.source, args.readNeed, logger, orgId, args.progressEvery ?? PROGRESS_EVERY, args.metrics ?? silentMetrics, args.rankTuning);

@@ -8,6 +8,7 @@ import { deleteItem, putItem } from '../../../src/domain/items.js';
 import { STORE_RULES } from '../../../src/domain/integrity.js';
 import { readNeed, searchItems } from '../../../src/domain/search.js';
 import { OrgStore, SEARCH_FILE } from '../../../src/storage/repo/orgStore.js';
+import { checkSearchFile } from '../../../src/storage/search/fileCheck.js';
 import { SearchDb } from '../../../src/storage/search/searchDb.js';
 import { hostGit } from '../../support/git.js';
 import { fs } from '../../support/server.js';
@@ -269,7 +270,42 @@ describe('storage/search: the index beside the repository', function () {
     expect(await found(again, 'nectarine')).to.have.lengthOf(40);
     const warned = logged.filter((l) => l.level === 'warn').map((l) => l.msg);
     expect(warned.some((m) => m === 'search index damaged (not closed cleanly, check failed); rebuilding' || m === 'search index unreadable; starting it afresh'), JSON.stringify(warned)).to.equal(true);
+    expect(warned, 'checked in its worker thread').not.to.include('search index: cannot check it in a worker thread; checking it here');
     expect((await again.verify('acme', STORE_RULES)).problems).to.deep.equal([]);
+  });
+
+  it('a file not closed cleanly but sound is checked off the event loop, then reused and caught up, not rebuilt', async () => {
+    const first = open();
+    for (let i = 0; i < 30; i++) await put(first, `g/i${i}.md`, `quince ${i}`);
+    await first.closeAll();
+    const db = rawDb();
+    db.run("UPDATE meta SET value = '0' WHERE key = 'clean'");
+    db.close();
+    // Written while no index was kept: the catch-up after the check must add it.
+    await put(open(false), 'g/late.md', 'quince late');
+    logged = [];
+    const checked: string[] = [];
+    const again = new OrgStore({
+      fs,
+      dataDir: dir,
+      logger: logger(),
+      git: hostGit,
+      owner: true,
+      search: { readNeed, checkFile: (f) => (checked.push(f), checkSearchFile(f)) },
+    });
+    stores.push(again);
+    expect(await found(again, 'quince')).to.have.lengthOf(31);
+    expect(checked).to.deep.equal([file()]);
+    const said = logged.filter((l) => l.msg.startsWith('search index')).map((l) => l.msg);
+    expect(said[0]).to.equal('search index checked (not closed cleanly): sound');
+    expect(said.filter((m) => m.includes('building') || m.includes('damaged') || m.includes('afresh')), JSON.stringify(said)).to.deep.equal([]);
+    await again.closeAll();
+    // Closed cleanly now: the next open checks nothing.
+    checked.length = 0;
+    const third = new OrgStore({ fs, dataDir: dir, logger: logger(), git: hostGit, owner: true, search: { readNeed, checkFile: (f) => (checked.push(f), checkSearchFile(f)) } });
+    stores.push(third);
+    expect(await found(third, 'quince')).to.have.lengthOf(31);
+    expect(checked).to.deep.equal([]);
   });
 
   it('verify names every disagreement with the tree: a row missing, one too many, a stale content, a stale permission', async () => {
