@@ -7,6 +7,7 @@ import { Webhooks } from '../domain/webhooks.js';
 import { webhookSender } from './webhookSender.js';
 import { promises as nodeFs } from 'node:fs';
 import { shareCacheBytes } from '../common/cacheBudget.js';
+import { indexesThatFit } from '../storage/search/pageCaches.js';
 import { createHandler } from '../http/app.js';
 import { ItemAnswers } from '../http/itemAnswers.js';
 import { createExtractor } from './extraction.js';
@@ -107,6 +108,15 @@ export async function startServer(args: {
   }
   const { url, port } = http;
   logger.info('listening', { url, dataDir: config.dataDir });
+  const fit = indexesThatFit(config.searchCacheBytes);
+  if (config.search && (config.maxOpenOrgs === 0 || config.maxOpenOrgs > fit)) {
+    // Not refused: a data directory with fewer organizations than that never meets it.
+    logger.warn('more organizations may stay open than search indexes fit in SQLite\'s heap (2 GiB): past that, searches fail with "out of memory"', {
+      maxOpenOrgs: config.maxOpenOrgs === 0 ? 'all' : config.maxOpenOrgs,
+      indexesThatFit: fit,
+      fix: `KNOWLEDGE_MAX_OPEN_ORGS=${Math.min(fit, 1_000)} or less (or a smaller KNOWLEDGE_SEARCH_CACHE_MB)`,
+    });
+  }
   let closing: Promise<void> | undefined;
   const close = (graceMs = 10_000): Promise<void> =>
     (closing ??= (async () => {

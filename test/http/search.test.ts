@@ -289,6 +289,17 @@ describe('HTTP search: the page caches of all organizations share KNOWLEDGE_SEAR
     }
   });
 
+  it('warns at start when more organizations may stay open than their indexes fit in SQLite\'s heap', async () => {
+    for (const [maxOpenOrgs, warned] of [[0, true], [7_000, true], [1_000, false]] as const) {
+      const lines: Array<{ msg: string; level: string; indexesThatFit?: number }> = [];
+      const logger = createLogger({ level: 'info', write: (line) => void lines.push(JSON.parse(line) as (typeof lines)[number]) });
+      const server = await startTestServer({ config: { maxOpenOrgs }, logger });
+      await server.close();
+      const warning = lines.filter((l) => l.level === 'warn' && l.msg.startsWith('more organizations may stay open than search indexes fit'));
+      expect(warning.map((l) => l.indexesThatFit), `KNOWLEDGE_MAX_OPEN_ORGS=${maxOpenOrgs}`).to.deep.equal(warned ? [6_144] : []);
+    }
+  });
+
   it('the setting is MiB, from the environment or the flag, 1 to 1024', () => {
     expect(loadConfig({}).searchCacheBytes).to.equal(256 * 1024 * 1024);
     expect(loadConfig({ KNOWLEDGE_SEARCH_CACHE_MB: '64' }).searchCacheBytes).to.equal(64 * 1024 * 1024);

@@ -11,6 +11,25 @@ export const MIN_PAGE_CACHE_KIB = 64;
 /** KNOWLEDGE_SEARCH_CACHE_MB's default: sixteen organizations at the full 16 MiB each, an eighth of the 2 GiB heap. */
 export const DEFAULT_PAGE_CACHES_BYTES = 256 * KIB * KIB;
 
+/** SQLite's WebAssembly heap, every index of the process together: it cannot grow past this. */
+export const SQLITE_HEAP_BYTES = 2 * KIB * KIB * KIB;
+
+/**
+ * What an open index keeps in that heap besides its page cache: its connection, schema and compiled statements
+ * (0.20-0.22 MiB measured, over 300 small organizations each written to and searched, and 1,000 bare connections),
+ * rounded up.
+ */
+export const INDEX_HEAP_BYTES = KIB * KIB / 4;
+
+/**
+ * How many indexes may be open at once before SQLite's heap is full, with `budgetBytes` of page caches and a
+ * quarter GiB kept for transactions (a batch's pending terms) and checks: past it, every SQLite call fails with
+ * "out of memory". 6,144 at the default budget.
+ */
+export function indexesThatFit(budgetBytes: number): number {
+  return Math.max(0, Math.floor((SQLITE_HEAP_BYTES - budgetBytes - SQLITE_HEAP_BYTES / 8) / INDEX_HEAP_BYTES));
+}
+
 /** One index's place in the budget: what its cache may hold now, until it leaves. */
 export interface PageCacheSeat {
   /** KiB this index's page cache may hold now (SQLite's `cache_size`, negated). */

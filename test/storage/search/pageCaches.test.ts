@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { silentLogger } from '../../../src/common/log.js';
-import { MAX_PAGE_CACHE_KIB, MIN_PAGE_CACHE_KIB, PageCaches, type PageCacheSeat } from '../../../src/storage/search/pageCaches.js';
+import { indexesThatFit, MAX_PAGE_CACHE_KIB, MIN_PAGE_CACHE_KIB, PageCaches, type PageCacheSeat } from '../../../src/storage/search/pageCaches.js';
 import { SearchDb } from '../../../src/storage/search/searchDb.js';
 import { ROOT } from '../../support/child.js';
 import { random } from '../../support/random.js';
@@ -40,6 +40,12 @@ describe('storage/search: the page caches share one budget', () => {
     expect(caches.perIndexKib).to.equal(16_384);
     expect(applied.slice(0, 3)).to.deep.equal([[8_192, 16_384], [8_192, 16_384], [8_192, 16_384]]);
     expect(applied[3], 'one that left is not told').to.deep.equal([8_192]);
+  });
+
+  it('says how many indexes fit in SQLite\'s 2 GiB heap beside the page caches and a reserve', () => {
+    expect(indexesThatFit(256 * MIB)).to.equal(6_144); // (2048 - 256 - 256) MiB at a quarter MiB each
+    expect(indexesThatFit(1024 * MIB)).to.equal(3_072);
+    expect(indexesThatFit(1792 * MIB)).to.equal(0);
   });
 
   it('keeps the sum within the budget through random openings and closings (a model)', () => {
