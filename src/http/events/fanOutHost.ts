@@ -6,6 +6,7 @@ import { seenAs, type EventFeed } from '../../domain/events.js';
 import type { OrgRepo } from '../../storage/repo/orgRepo.js';
 import { walkChunk } from './eventChunks.js';
 import { settingsArgument, type FromFanOut, type ToFanOut } from './fanOutMessages.js';
+import { forkExecArgv } from '../../common/workerScript.js';
 import { lowerPriority, untracked } from './fanOutProcess.js';
 import { writeStreamHead, type StreamSocket } from './sseStream.js';
 import type { HostedStream, StreamHost } from './streamHost.js';
@@ -147,8 +148,7 @@ export class ChildStreamHost implements StreamHost {
     const child = fork(CHILD_FILE, [settingsArgument(this.deps.settings)], {
       // Bytes go over the channel as bytes (a turn's events), not as JSON arrays of numbers.
       serialization: 'advanced',
-      // The server's own flags (a TypeScript loader in development) but not a debugger's port, which it holds.
-      execArgv: process.execArgv.filter((arg) => !arg.startsWith('--inspect')),
+      execArgv: forkExecArgv(),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     this.child = child;
