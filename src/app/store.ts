@@ -10,6 +10,7 @@ import { lockDataDir, serverPid } from '../storage/fs/dataDirLock.js';
 import { watchDirectory } from '../storage/fs/fileWatch.js';
 import type { FsPromises } from '../storage/fs/fs.js';
 import { GitCli } from '../storage/git/gitCli.js';
+import { GitRunner } from '../storage/git/gitRunner.js';
 import { KeyStore } from '../storage/keys/keyStore.js';
 import { OrgStore } from '../storage/repo/orgStore.js';
 import { RepoCaches } from '../storage/repo/repoCaches.js';
@@ -68,8 +69,11 @@ export async function openServingStore(
   const { dataDir, logger } = args;
   const fs = args.fs ?? (nodeFs as unknown as FsPromises);
   const dirLock = await lockDataDir(fs, dataDir);
+  // Started now, while the server is small: each git it starts then costs a message, not a fork of the server.
+  const runner = new GitRunner(logger);
   try {
-    const git = new GitCli(args.env ?? process.env);
+    await runner.start().catch((err: unknown) => logger.warn('git runner process not started; the next git run tries again', { error: String(err) }));
+    const git = new GitCli(args.env ?? process.env, runner);
     const { metrics } = args;
     const replication =
       args.replication && args.replication.remotes.length > 0
@@ -115,12 +119,14 @@ export async function openServingStore(
       clearInterval(usageTimer);
       await replication?.stop();
       await orgs.closeAll();
+      await runner.close();
       await flushUsage();
       keys.stopWatch();
       await dirLock.release();
     };
     return { dataDir, orgs, keys, replication, close };
   } catch (err) {
+    await runner.close();
     await dirLock.release();
     throw err;
   }

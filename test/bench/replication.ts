@@ -10,8 +10,10 @@
  * Rounds alternate (no mirror, mirror, mirror down) so that drift in a shared machine's load falls on both alike.
  * Then what one push costs the node: one writer, a push per commit, server CPU per PUT with and without a mirror.
  *
- * Run with `npm run build && npx tsx test/bench/replication.ts [seconds] [rounds]` (defaults 20, 2).
+ * Run with `npm run build && npx tsx test/bench/replication.ts [seconds] [rounds]` (defaults 20, 2); with
+ * PUSH_COST_ONLY=1, the one-writer figure alone (server, git runner and git CPU per PUT).
  */
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -168,7 +170,21 @@ function round(kind: Kind): Promise<Round> {
  * What one push costs the node: one writer, PUTs 20 ms apart, so that each commit gets a push of its own;
  * the server's CPU per PUT with and without a mirror.
  */
-function pushCost(kind: Kind, puts: number): Promise<{ cpuMsPerPut: number; pushes: number }> {
+/** The server's git runner process (it starts the pushes' gits), if it has one: its CPU is the server's too. */
+async function runnerOf(serverPid: number): Promise<number | null> {
+  const out = await new Promise<string>((resolve) => execFile('pgrep', ['-P', String(serverPid), '-f', 'gitRunnerChild'], (_err, stdout) => resolve(stdout)));
+  const pid = Number(out.trim().split('\n')[0]);
+  return pid > 0 ? pid : null;
+}
+
+/** CPU seconds of the git runner, itself and its (reaped) gits; zeros without one. */
+async function runnerCpu(pid: number | null): Promise<{ self: number; children: number }> {
+  if (pid === null) return { self: 0, children: 0 };
+  const { self, children } = await cpuSecondsOf(pid);
+  return { self, children };
+}
+
+function pushCost(kind: Kind, puts: number): Promise<{ cpuMsPerPut: number; runnerMsPerPut: number; gitMsPerPut: number; pushes: number }> {
   // No least interval here, whatever the environment says: every commit is to get its own push.
   return withNode(kind, { KNOWLEDGE_REPLICATE_INTERVAL_MS: '0' }, async ({ server, key }) => {
     const put = async (i: number): Promise<void> => {
@@ -179,6 +195,8 @@ function pushCost(kind: Kind, puts: number): Promise<{ cpuMsPerPut: number; push
     for (let i = 0; i < 50; i++) await put(i);
     if (kind === 'mirror') await untilCaughtUp(server, key);
     const pushesBefore = await pushesOf(server, 'pushed');
+    const runner = await runnerOf(server.pid);
+    const runnerBefore = await runnerCpu(runner);
     const before = await cpuSecondsOf(server.pid);
     for (let i = 0; i < puts; i++) {
       await put(i);
@@ -186,7 +204,14 @@ function pushCost(kind: Kind, puts: number): Promise<{ cpuMsPerPut: number; push
     }
     if (kind === 'mirror') await untilCaughtUp(server, key);
     const after = await cpuSecondsOf(server.pid);
-    return { cpuMsPerPut: ((after.self - before.self) * 1000) / puts, pushes: (await pushesOf(server, 'pushed')) - pushesBefore };
+    const runnerAfter = await runnerCpu(runner);
+    return {
+      cpuMsPerPut: ((after.self - before.self) * 1000) / puts,
+      runnerMsPerPut: ((runnerAfter.self - runnerBefore.self) * 1000) / puts,
+      // git started by the server itself (before the runner) or by the runner, once reaped
+      gitMsPerPut: ((after.children - before.children + runnerAfter.children - runnerBefore.children) * 1000) / puts,
+      pushes: (await pushesOf(server, 'pushed')) - pushesBefore,
+    };
   });
 }
 
@@ -194,7 +219,8 @@ await ensureBuilt();
 try {
   console.log(`replication bench: ${WRITERS} writers, ${SECONDS} s per run, ${ROUNDS} rounds; mirror repository in ${process.env.BENCH_MIRROR_DIR ?? os.tmpdir()}; KNOWLEDGE_REPLICATE_INTERVAL_MS ${process.env.KNOWLEDGE_REPLICATE_INTERVAL_MS || '0 (default)'}; ${os.cpus().length} cores; load average at start ${loadAverage()}`);
   const rounds: Round[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
+  // PUSH_COST_ONLY=1: only what one push costs the node (the one-writer figure), not the 16-writer rounds.
+  for (let r = 0; r < (process.env.PUSH_COST_ONLY === '1' ? 0 : ROUNDS); r++) {
     for (const kind of KINDS) {
       const result = await round(kind);
       rounds.push(result);
@@ -218,7 +244,7 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     for (const kind of ['none', 'mirror'] as const) {
       const c = await pushCost(kind, 300);
-      costs.push(`${LABEL[kind]} ${c.cpuMsPerPut.toFixed(2)} ms${kind === 'mirror' ? ` (${c.pushes} pushes)` : ''}`);
+      costs.push(`${LABEL[kind]} ${c.cpuMsPerPut.toFixed(2)} ms (git runner ${c.runnerMsPerPut.toFixed(2)}, git ${c.gitMsPerPut.toFixed(2)})${kind === 'mirror' ? ` (${c.pushes} pushes)` : ''}`);
     }
   }
   console.log(`\none writer, 300 PUTs 20 ms apart (a push per commit): server CPU per PUT ${costs.join('; ')}; load average ${loadAverage()}`);

@@ -1,4 +1,6 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { execGit, type GitOutcome } from './gitExec.js';
+import type { GitRunner, RunArgs } from './gitRunner.js';
 import type { Readable } from 'node:stream';
 import { firstParentLog, type LoggedCommit } from './firstParentLog.js';
 
@@ -45,7 +47,15 @@ export function sanitizeGitProtocol(header: string): string | undefined {
  * environment git runs with is handed in by whoever builds the process.
  */
 export class GitCli {
-  constructor(private readonly env: NodeJS.ProcessEnv) {}
+  constructor(
+    private readonly env: NodeJS.ProcessEnv,
+    /**
+     * Where `run`, `push` and `packObjects` start git: the server's git runner process (a spawn from the server
+     * forks it whole, see gitRunner.ts); none: in this process (tools, tests). upload-pack, whose output is
+     * streamed to a client, and the history's `git log` start here either way.
+     */
+    private readonly runner?: GitRunner,
+  ) {}
 
   /**
    * Only upload-pack, and only in stateless-rpc mode, the way `git http-backend`
@@ -86,23 +96,15 @@ export class GitCli {
   }
 
   /** Runs C git to completion; never throws: the exit code and output tell what happened. */
-  run(argv: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number; output: string }> {
-    return new Promise((resolve) => {
-      execFile(
-        'git',
-        argv,
-        {
-          maxBuffer: 16 * 1024 * 1024,
-          timeout: options.timeoutMs ?? 30 * 60_000,
-          env: { ...this.env, GIT_TERMINAL_PROMPT: '0', ...options.env },
-        },
-        (err, stdout, stderr) => {
-          const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-          const why = err && typeof err.code !== 'number' ? `${err.message}\n` : '';
-          resolve({ code, output: `${why}${stdout}${stderr}` });
-        },
-      );
+  async run(argv: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number; output: string }> {
+    const ended = await this.exec({
+      argv,
+      env: { ...this.env, GIT_TERMINAL_PROMPT: '0', ...options.env },
+      timeoutMs: options.timeoutMs ?? 30 * 60_000,
+      maxBuffer: 16 * 1024 * 1024,
     });
+    const why = ended.error === null ? '' : `${ended.error}\n`;
+    return { code: ended.code ?? 1, output: `${why}${ended.stdout}${ended.stderr}` };
   }
 
   /**
@@ -112,21 +114,17 @@ export class GitCli {
    * mirror as it was (receive-pack moves the ref only once the pack is in). No prompt is ever shown: a
    * remote that asks for a password or an unknown ssh host key fails instead of waiting.
    */
-  push(args: { gitdir: string; url: string; commit: string; timeoutMs: number; signal?: AbortSignal }): Promise<PushResult> {
+  async push(args: { gitdir: string; url: string; commit: string; timeoutMs: number; signal?: AbortSignal }): Promise<PushResult> {
     const env: NodeJS.ProcessEnv = { ...this.env, GIT_TERMINAL_PROMPT: '0' };
     if (!env.GIT_SSH_COMMAND) env.GIT_SSH_COMMAND = 'ssh -o BatchMode=yes';
     const argv = ['--git-dir', args.gitdir, '-c', 'protocol.file.allow=always', 'push', '--porcelain', '--quiet', args.url, `${args.commit}:${MAIN_BRANCH}`];
-    return new Promise((resolve) => {
-      execFile('git', argv, { env, timeout: args.timeoutMs, killSignal: 'SIGKILL', signal: args.signal, maxBuffer: 1024 * 1024 }, (err, stdout, stderr) => {
-        const output = `${stdout}${stderr}`.trim();
-        if (!err) return resolve({ outcome: 'pushed', output });
-        const killed = (err as { killed?: boolean }).killed === true || err.name === 'AbortError';
-        if (killed) return resolve({ outcome: 'failed', output: args.signal?.aborted ? 'push stopped (server stopping)' : `no answer within ${args.timeoutMs} ms (git push killed)` });
-        // --porcelain prints "!<tab><src>:<dst><tab>[rejected] (non-fast-forward)" (or "(fetch first)").
-        const rejected = /^!\t.*\t\[(?:rejected|remote rejected)\]/m.test(stdout);
-        resolve({ outcome: rejected ? 'rejected' : 'failed', output: output || err.message });
-      });
-    });
+    const ended = await this.exec({ argv, env, timeoutMs: args.timeoutMs, maxBuffer: 1024 * 1024, ...(args.signal ? { signal: args.signal } : {}) });
+    const output = `${ended.stdout}${ended.stderr}`.trim();
+    if (ended.code === 0) return { outcome: 'pushed', output };
+    if (ended.killed) return { outcome: 'failed', output: args.signal?.aborted ? 'push stopped (server stopping)' : `no answer within ${args.timeoutMs} ms (git push killed)` };
+    // --porcelain prints "!<tab><src>:<dst><tab>[rejected] (non-fast-forward)" (or "(fetch first)").
+    const rejected = /^!\t.*\t\[(?:rejected|remote rejected)\]/m.test(ended.stdout);
+    return { outcome: rejected ? 'rejected' : 'failed', output: output || (ended.error ?? `git push exited with ${String(ended.code)}`) };
   }
 
   /** The commits from `head` back along first parents, newest first (see `firstParentLog`). */
@@ -165,21 +163,26 @@ export class GitCli {
    * `<packDir>/pack-<checksum>.pack` and `.idx` (fsynced by git, renamed into place, index last).
    * Returns the checksum. `window`: how many neighbours each object is tried against as a delta.
    */
-  packObjects(args: { gitdir: string; packDir: string; input: string; window: number }): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const argv = ['--git-dir', args.gitdir, 'pack-objects', '--delta-base-offset', '--non-empty', '-q', `--window=${args.window}`, `${args.packDir}/pack`];
-      const child = spawn('git', argv, { env: { ...this.env, GIT_TERMINAL_PROMPT: '0' }, stdio: ['pipe', 'pipe', 'pipe'] });
-      let out = '';
-      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-      child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-      child.stdin.on('error', () => undefined); // its exit code tells
-      child.on('error', reject);
-      child.on('close', (code) => {
-        const checksum = /^[0-9a-f]{40}$/m.exec(out)?.[0];
-        if (code === 0 && checksum) resolve(checksum);
-        else reject(new Error(`git pack-objects failed (${String(code)}): ${out.trim()}`));
-      });
-      child.stdin.end(args.input);
+  async packObjects(args: { gitdir: string; packDir: string; input: string; window: number }): Promise<string> {
+    const argv = ['--git-dir', args.gitdir, 'pack-objects', '--delta-base-offset', '--non-empty', '-q', `--window=${args.window}`, `${args.packDir}/pack`];
+    const ended = await this.exec({ argv, env: { ...this.env, GIT_TERMINAL_PROMPT: '0' }, input: args.input, timeoutMs: 30 * 60_000, maxBuffer: 1024 * 1024 });
+    const checksum = /^[0-9a-f]{40}$/m.exec(ended.stdout)?.[0];
+    if (ended.code === 0 && checksum) return checksum;
+    throw new Error(`git pack-objects failed (${String(ended.code)}): ${`${ended.error ?? ''}${ended.stdout}${ended.stderr}`.trim()}`);
+  }
+
+  /** Runs git to its end, in the git runner when there is one (see the constructor). */
+  private exec(args: RunArgs): Promise<GitOutcome> {
+    if (this.runner) return this.runner.run(args);
+    const git = execGit(args);
+    const { signal } = args;
+    if (!signal) return git.done;
+    const kill = (): void => git.kill();
+    if (signal.aborted) kill();
+    else signal.addEventListener('abort', kill, { once: true });
+    return git.done.then((ended) => {
+      signal.removeEventListener('abort', kill);
+      return ended;
     });
   }
 
