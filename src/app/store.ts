@@ -72,7 +72,8 @@ export async function openServingStore(
   // Started now, while the server is small: each git it starts then costs a message, not a fork of the server.
   const runner = new GitRunner(logger);
   try {
-    await runner.start().catch((err: unknown) => logger.warn('git runner process not started; the next git run tries again', { error: String(err) }));
+    // Not waited for: the first git run waits, if it comes before the runner is ready.
+    runner.start().catch((err: unknown) => logger.warn('git runner process not started; the next git run tries again', { error: String(err) }));
     const git = new GitCli(args.env ?? process.env, runner);
     const { metrics } = args;
     const replication =

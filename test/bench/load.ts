@@ -1,5 +1,5 @@
 import autocannon from 'autocannon';
-import { cpuSecondsOf, machineBusySeconds, neighbourMeter } from './machine.js';
+import { cpuSecondsOf, gitCpuSecondsOf, gitRunnerOf, machineBusySeconds, neighbourMeter } from './machine.js';
 
 /**
  * Load runs with autocannon, in the bench process (on the load CPU): real HTTP
@@ -54,6 +54,9 @@ export async function runLoad(args: {
 }): Promise<LoadResult> {
   const headers: Record<string, string> = { authorization: `Bearer ${args.key}`, 'content-type': 'application/json' };
   const serverCpuBefore = args.serverPid ? await cpuSecondsOf(args.serverPid) : undefined;
+  // git runs in the server's git runner process (a child of the server, never reaped while it runs): counted with the children.
+  const runner = args.serverPid ? await gitRunnerOf(args.serverPid) : null;
+  const gitBefore = args.serverPid ? await gitCpuSecondsOf(args.serverPid, runner) : NaN;
   const loadCpuBefore = process.cpuUsage();
   const busyBefore = await machineBusySeconds();
   const neighbours = await neighbourMeter();
@@ -78,7 +81,7 @@ export async function runLoad(args: {
   const neighbourCpuPercent = await neighbours();
   const serverCpuAfter = args.serverPid ? await cpuSecondsOf(args.serverPid) : undefined;
   const serverCpu = serverCpuAfter && serverCpuBefore ? serverCpuAfter.self - serverCpuBefore.self : NaN;
-  const childrenCpu = serverCpuAfter && serverCpuBefore ? serverCpuAfter.children - serverCpuBefore.children : NaN;
+  const childrenCpu = args.serverPid ? (await gitCpuSecondsOf(args.serverPid, runner)) - gitBefore : NaN;
   const statusCodes: Record<string, number> = {};
   for (const [code, stat] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = stat.count ?? 0;
   const answers = result['1xx'] + result['2xx'] + result['3xx'] + result['4xx'] + result['5xx'];

@@ -120,6 +120,25 @@ export async function cpuSecondsOf(pid: number): Promise<{ self: number; childre
   return { self: ((f[11] ?? NaN) + (f[12] ?? NaN)) / clockTicks, children: ((f[13] ?? NaN) + (f[14] ?? NaN)) / clockTicks, system: (f[12] ?? NaN) / clockTicks };
 }
 
+/** The git runner process a server started (it starts the server's gits), or null when it has none (an older build). */
+export async function gitRunnerOf(serverPid: number): Promise<number | null> {
+  const out = (await run('pgrep', ['-P', String(serverPid), '-f', 'gitRunnerChild'])).out;
+  const pid = Number(out.trim().split('\n')[0]);
+  return pid > 0 ? pid : null;
+}
+
+/**
+ * CPU seconds a server spent beside its own process on git: its reaped children (gits it started itself), and its
+ * git runner with the gits that runner reaped. Other children (the event fan-out process) are not counted until
+ * they end, as before.
+ */
+export async function gitCpuSecondsOf(serverPid: number, runnerPid: number | null): Promise<number> {
+  const server = await cpuSecondsOf(serverPid);
+  if (runnerPid === null) return server.children;
+  const runner = await cpuSecondsOf(runnerPid);
+  return server.children + runner.self + runner.children;
+}
+
 /** CPU seconds the whole machine spent busy so far (all CPUs, everything but idle and iowait), from /proc/stat. */
 export async function machineBusySeconds(): Promise<number> {
   clockTicks ??= Number((await run('getconf', ['CLK_TCK'])).out) || 100;

@@ -13,7 +13,6 @@
  * Run with `npm run build && npx tsx test/bench/replication.ts [seconds] [rounds]` (defaults 20, 2); with
  * PUSH_COST_ONLY=1, the one-writer figure alone (server, git runner and git CPU per PUT).
  */
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -23,7 +22,7 @@ import { freePort, GitDaemon } from '../support/gitDaemon.js';
 import { git } from '../support/git.js';
 import { tmpDir } from '../support/tmp.js';
 import { describeLoad, runLoad, type LoadResult } from './load.js';
-import { cpuSecondsOf } from './machine.js';
+import { cpuSecondsOf, gitCpuSecondsOf, gitRunnerOf } from './machine.js';
 import { stats } from './timing.js';
 
 const SECONDS = Number(process.argv[2] ?? 20);
@@ -170,20 +169,6 @@ function round(kind: Kind): Promise<Round> {
  * What one push costs the node: one writer, PUTs 20 ms apart, so that each commit gets a push of its own;
  * the server's CPU per PUT with and without a mirror.
  */
-/** The server's git runner process (it starts the pushes' gits), if it has one: its CPU is the server's too. */
-async function runnerOf(serverPid: number): Promise<number | null> {
-  const out = await new Promise<string>((resolve) => execFile('pgrep', ['-P', String(serverPid), '-f', 'gitRunnerChild'], (_err, stdout) => resolve(stdout)));
-  const pid = Number(out.trim().split('\n')[0]);
-  return pid > 0 ? pid : null;
-}
-
-/** CPU seconds of the git runner, itself and its (reaped) gits; zeros without one. */
-async function runnerCpu(pid: number | null): Promise<{ self: number; children: number }> {
-  if (pid === null) return { self: 0, children: 0 };
-  const { self, children } = await cpuSecondsOf(pid);
-  return { self, children };
-}
-
 function pushCost(kind: Kind, puts: number): Promise<{ cpuMsPerPut: number; runnerMsPerPut: number; gitMsPerPut: number; pushes: number }> {
   // No least interval here, whatever the environment says: every commit is to get its own push.
   return withNode(kind, { KNOWLEDGE_REPLICATE_INTERVAL_MS: '0' }, async ({ server, key }) => {
@@ -195,8 +180,9 @@ function pushCost(kind: Kind, puts: number): Promise<{ cpuMsPerPut: number; runn
     for (let i = 0; i < 50; i++) await put(i);
     if (kind === 'mirror') await untilCaughtUp(server, key);
     const pushesBefore = await pushesOf(server, 'pushed');
-    const runner = await runnerOf(server.pid);
-    const runnerBefore = await runnerCpu(runner);
+    const runner = await gitRunnerOf(server.pid);
+    const runnerBefore = runner === null ? { self: 0 } : await cpuSecondsOf(runner);
+    const gitBefore = await gitCpuSecondsOf(server.pid, runner);
     const before = await cpuSecondsOf(server.pid);
     for (let i = 0; i < puts; i++) {
       await put(i);
@@ -204,12 +190,14 @@ function pushCost(kind: Kind, puts: number): Promise<{ cpuMsPerPut: number; runn
     }
     if (kind === 'mirror') await untilCaughtUp(server, key);
     const after = await cpuSecondsOf(server.pid);
-    const runnerAfter = await runnerCpu(runner);
+    const runnerAfter = runner === null ? { self: 0 } : await cpuSecondsOf(runner);
+    const gitAfter = await gitCpuSecondsOf(server.pid, runner);
+    const runnerMs = (runnerAfter.self - runnerBefore.self) * 1000;
     return {
       cpuMsPerPut: ((after.self - before.self) * 1000) / puts,
-      runnerMsPerPut: ((runnerAfter.self - runnerBefore.self) * 1000) / puts,
-      // git started by the server itself (before the runner) or by the runner, once reaped
-      gitMsPerPut: ((after.children - before.children + runnerAfter.children - runnerBefore.children) * 1000) / puts,
+      runnerMsPerPut: runnerMs / puts,
+      // git started by the server itself (an older build) or by the runner, once reaped
+      gitMsPerPut: ((gitAfter - gitBefore) * 1000 - runnerMs) / puts,
       pushes: (await pushesOf(server, 'pushed')) - pushesBefore,
     };
   });
