@@ -37,13 +37,16 @@ export function execGit(args: GitExecArgs): RunningGit {
   const child = spawn('git', args.argv, { env: args.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   let killed = false;
   let overflow = false;
+  /** Its output closed and it exited: nothing of it is left to kill (its group id may be reused). */
+  let closed = false;
   const kill = (): void => {
-    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    if (child.pid === undefined || closed) return;
     killed = true;
     try {
+      // The group, even once git has exited: what it started may still hold its output open.
       process.kill(-child.pid, 'SIGKILL');
     } catch {
-      child.kill('SIGKILL'); // no group (already gone): git alone
+      child.kill('SIGKILL'); // no group left: git alone, if it still runs
     }
   };
   const out = { stdout: [] as Buffer[], stderr: [] as Buffer[], bytes: 0 };
@@ -61,6 +64,7 @@ export function execGit(args: GitExecArgs): RunningGit {
     let spawnError: Error | null = null;
     child.on('error', (err) => (spawnError = err));
     child.on('close', (code) => {
+      closed = true;
       clearTimeout(timer);
       const stdout = Buffer.concat(out.stdout).toString('utf8');
       const stderr = Buffer.concat(out.stderr).toString('utf8');

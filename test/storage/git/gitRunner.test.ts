@@ -88,6 +88,10 @@ describe('storage/git: the git runner process', function () {
     abort.abort();
     expect(await aborted).to.include({ code: null, killed: true });
     expect(Date.now() - started).to.be.below(2_500);
+    // git has exited, but what it left running holds its output open: the timeout ends that too.
+    const leftBehind = Date.now();
+    expect(await run(['-c', 'alias.bg=!sleep 3 & exit 0', 'bg'], { timeoutMs: 300 })).to.include({ code: null, killed: true });
+    expect(Date.now() - leftBehind).to.be.below(2_500);
   });
 
   it('fails the runs in flight when it dies, and the next run starts another', async () => {
