@@ -46,8 +46,8 @@ interface Member {
  * SQLite's page caches, every search index of the process together (KNOWLEDGE_SEARCH_CACHE_MB). Every index file
  * is opened by the one WebAssembly SQLite the process loads, and its heap is the process's: at most 2 GiB, and it
  * never shrinks. Each connection's cache was bounded (16 MiB) but not their sum: 125 organizations of ~5,000
- * items each, once searched, held 2 GiB and every SQLite call of every organization failed with "out of memory"
- * from then on (`test/bench/searchPageCaches.ts`).
+ * items each, once each had read its file whole, held 2 GiB and every SQLite call of every organization failed with
+ * "out of memory" from then on (`test/bench/searchPageCaches.ts`).
  *
  * The budget is shared equally among the open indexes, at most 16 MiB each: an index's cache only holds pages it
  * read, so one organization alone keeps what it kept. The share is a power of two (KiB), so it moves only when
