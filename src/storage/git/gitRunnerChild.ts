@@ -14,7 +14,14 @@ process.on('message', (msg: ToRunner) => {
     return;
   }
   const { id } = msg;
-  const git = execGit(msg);
+  let git: RunningGit;
+  try {
+    git = execGit(msg);
+  } catch (err) {
+    // spawn refuses some arguments at once (a NUL in one): that run fails, the runner goes on.
+    tell({ type: 'result', id, code: null, stdout: '', stderr: '', killed: false, error: String(err) });
+    return;
+  }
   running.set(id, git);
   void git.done.then((outcome) => {
     running.delete(id);

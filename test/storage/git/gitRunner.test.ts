@@ -60,6 +60,12 @@ describe('storage/git: the git runner process', function () {
     const failed = await run(['--git-dir', '/nonexistent/repo.git', 'rev-parse', 'HEAD']);
     expect(failed.code).to.equal(128);
     expect(failed.stderr).to.match(/not a git repository/);
+    // An argument spawn refuses fails that run alone: the same runner answers the next.
+    const refused = await run(['rev-parse', 'a\u0000b']);
+    expect(refused.code).to.equal(null);
+    expect(refused.error).to.match(/null bytes|ERR_INVALID_ARG_VALUE/);
+    expect((await run(['--version'])).code).to.equal(0);
+    expect(runner.pid).to.equal(pid);
   });
 
   it('feeds its input to git, and GitCli reads the same through it as without it', async () => {
