@@ -99,7 +99,7 @@ export class GitCli {
   async run(argv: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number; output: string }> {
     const ended = await this.exec({
       argv,
-      env: { ...this.env, GIT_TERMINAL_PROMPT: '0', ...options.env },
+      env: this.gitEnv(options.env),
       timeoutMs: options.timeoutMs ?? 30 * 60_000,
       maxBuffer: 16 * 1024 * 1024,
     });
@@ -115,7 +115,7 @@ export class GitCli {
    * remote that asks for a password or an unknown ssh host key fails instead of waiting.
    */
   async push(args: { gitdir: string; url: string; commit: string; timeoutMs: number; signal?: AbortSignal }): Promise<PushResult> {
-    const env: NodeJS.ProcessEnv = { ...this.env, GIT_TERMINAL_PROMPT: '0' };
+    const env = this.gitEnv();
     if (!env.GIT_SSH_COMMAND) env.GIT_SSH_COMMAND = 'ssh -o BatchMode=yes';
     const argv = ['--git-dir', args.gitdir, '-c', 'protocol.file.allow=always', 'push', '--porcelain', '--quiet', args.url, `${args.commit}:${MAIN_BRANCH}`];
     const ended = await this.exec({ argv, env, timeoutMs: args.timeoutMs, maxBuffer: 1024 * 1024, ...(args.signal ? { signal: args.signal } : {}) });
@@ -165,10 +165,15 @@ export class GitCli {
    */
   async packObjects(args: { gitdir: string; packDir: string; input: string; window: number }): Promise<string> {
     const argv = ['--git-dir', args.gitdir, 'pack-objects', '--delta-base-offset', '--non-empty', '-q', `--window=${args.window}`, `${args.packDir}/pack`];
-    const ended = await this.exec({ argv, env: { ...this.env, GIT_TERMINAL_PROMPT: '0' }, input: args.input, timeoutMs: 30 * 60_000, maxBuffer: 1024 * 1024 });
+    const ended = await this.exec({ argv, env: this.gitEnv(), input: args.input, timeoutMs: 30 * 60_000, maxBuffer: 1024 * 1024 });
     const checksum = /^[0-9a-f]{40}$/m.exec(ended.stdout)?.[0];
     if (ended.code === 0 && checksum) return checksum;
     throw new Error(`git pack-objects failed (${String(ended.code)}): ${`${ended.error ?? ''}${ended.stdout}${ended.stderr}`.trim()}`);
+  }
+
+  /** The environment git runs with: ours, never prompting for a password, and `extra`. */
+  private gitEnv(extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+    return { ...this.env, GIT_TERMINAL_PROMPT: '0', ...extra };
   }
 
   /** Runs git to its end, in the git runner when there is one (see the constructor). */

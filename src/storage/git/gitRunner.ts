@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../common/log.js';
 import { besideModule, forkExecArgv } from '../../common/workerScript.js';
 import type { GitExecArgs, GitOutcome } from './gitExec.js';
-import type { FromRunner, RunResult, ToRunner } from './gitRunnerMessages.js';
+import { failedRun, type FromRunner, type RunResult, type ToRunner } from './gitRunnerMessages.js';
 
 const CHILD_FILE = fileURLToPath(besideModule(import.meta.url, 'gitRunnerChild'));
 
@@ -44,7 +44,7 @@ export class GitRunner {
 
   async run(args: RunArgs): Promise<GitOutcome> {
     const id = this.nextId++;
-    const failed = (error: string): RunResult => ({ type: 'result', id, code: null, stdout: '', stderr: '', killed: false, error });
+    const failed = (error: string): RunResult => failedRun(id, error);
     if (this.closed) return failed('the git runner is stopped');
     if (args.signal?.aborted) return { ...failed('aborted before it started'), killed: true };
     let child: ChildProcess;
@@ -115,7 +115,7 @@ export class GitRunner {
     this.ready = null;
     if (!this.closed) this.logger.warn('git runner process exited; the next git run starts another', { code, signal, inFlight: this.pending.size });
     for (const id of [...this.pending.keys()]) {
-      this.settle(id, { type: 'result', id, code: null, stdout: '', stderr: '', killed: false, error: 'the git runner exited while git ran' });
+      this.settle(id, failedRun(id, 'the git runner exited while git ran'));
     }
   }
 

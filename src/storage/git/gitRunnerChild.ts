@@ -1,5 +1,5 @@
 import { execGit, type RunningGit } from './gitExec.js';
-import type { FromRunner, ToRunner } from './gitRunnerMessages.js';
+import { failedRun, type FromRunner, type ToRunner } from './gitRunnerMessages.js';
 
 /**
  * The git runner process (see gitRunner.ts): it starts each git the server asks for and sends back how it
@@ -19,7 +19,7 @@ process.on('message', (msg: ToRunner) => {
     git = execGit(msg);
   } catch (err) {
     // spawn refuses some arguments at once (a NUL in one): that run fails, the runner goes on.
-    tell({ type: 'result', id, code: null, stdout: '', stderr: '', killed: false, error: String(err) });
+    tell(failedRun(id, String(err)));
     return;
   }
   running.set(id, git);

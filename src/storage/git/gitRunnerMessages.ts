@@ -21,3 +21,8 @@ export interface RunResult extends GitOutcome {
 }
 
 export type FromRunner = RunResult | { type: 'ready' };
+
+/** Run `id` ended with no git outcome to tell (the runner gone, an argument spawn refused): `error` says why. */
+export function failedRun(id: number, error: string): RunResult {
+  return { type: 'result', id, code: null, stdout: '', stderr: '', killed: false, error };
+}

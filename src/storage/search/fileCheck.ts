@@ -6,9 +6,6 @@ import type { FileCheckJob } from './fileCheckWorker.js';
 
 const WORKER_FILE = besideModule(import.meta.url, 'fileCheckWorker');
 
-/** Its page cache, KiB: the check reads each page once, so a large cache would only grow the worker's heap. */
-const CHECK_CACHE_KIB = 2_048;
-
 /** Checks at once, process-wide: half the cores, so that the others serve while organizations reopen after a crash. */
 const checks = new Slots(Math.max(1, Math.floor(availableParallelism() / 2)));
 
@@ -24,7 +21,7 @@ export function checkSearchFile(file: string): Promise<boolean> {
     () =>
       new Promise<boolean>((resolve, reject) => {
         const { script, eval: evaluate } = workerScript(WORKER_FILE);
-        const worker = new Worker(script, { eval: evaluate, workerData: { file, cacheKib: CHECK_CACHE_KIB } satisfies FileCheckJob });
+        const worker = new Worker(script, { eval: evaluate, workerData: { file } satisfies FileCheckJob });
         let answered = false;
         worker.once('message', (answer: { sound: boolean }) => {
           answered = true;

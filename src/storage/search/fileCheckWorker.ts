@@ -4,8 +4,7 @@ import { checkFile } from './searchFile.js';
 /** The worker of fileCheck.ts: checks one index file on its own SQLite (a heap of its own), answers whether it is sound. */
 export interface FileCheckJob {
   file: string;
-  cacheKib: number;
 }
 
 const job = workerData as FileCheckJob;
-parentPort?.postMessage({ sound: checkFile(job.file, job.cacheKib) });
+parentPort?.postMessage({ sound: checkFile(job.file) });

@@ -2,7 +2,7 @@ import type { Logger } from '../../common/log.js';
 import { rankingQuery, searchRowOf, type RankingArgs, type SearchRow } from './ftsQuery.js';
 import type { TransactionFollower } from './rankIndex.js';
 import { processPageCaches, type PageCaches, type PageCacheSeat } from './pageCaches.js';
-import { metaOf, openSearchFile, removeSearchFile, type Database } from './searchFile.js';
+import { metaOf, openSearchFile, passesQuickCheck, removeSearchFile, type Database } from './searchFile.js';
 
 type Statement = ReturnType<Database['prepare']>;
 
@@ -241,8 +241,7 @@ export class SearchDb {
 
   /** SQLite's own consistency check of the file (pages, free list, indexes). */
   quickCheck(): boolean {
-    const row = this.db.get('PRAGMA quick_check');
-    return row !== null && Object.values(row)[0] === 'ok';
+    return passesQuickCheck(this.db);
   }
 
   /** Closes the file; a clean close is remembered, so the next open skips the check. */

@@ -37,18 +37,25 @@ export function removeSearchFile(file: string): void {
   rmSync(`${file}.lock`, { recursive: true, force: true });
 }
 
+/** The page cache of a check (KiB): it reads each page once, so a larger one would only grow the heap. */
+const CHECK_CACHE_KIB = 2_048;
+
+/** SQLite's own consistency check of an open file (pages, free list, indexes). */
+export function passesQuickCheck(db: Database): boolean {
+  const row = db.get('PRAGMA quick_check');
+  return row !== null && Object.values(row)[0] === 'ok';
+}
+
 /**
- * SQLite's own consistency check of the file (pages, free list, indexes), on a connection of its own that is
- * closed after: what a file not closed cleanly gets (see fileCheck.ts, which runs it in a worker thread).
- * False when the check fails or the file cannot be read.
+ * The check of a file not closed cleanly, on a connection of its own that is closed after (see fileCheck.ts,
+ * which runs it in a worker thread). False when the check fails or the file cannot be read.
  */
-export function checkFile(file: string, cacheKib: number): boolean {
+export function checkFile(file: string): boolean {
   rmSync(`${file}.lock`, { recursive: true, force: true });
   let db: Database | undefined;
   try {
-    db = connect(file, cacheKib);
-    const row = db.get('PRAGMA quick_check');
-    return row !== null && Object.values(row)[0] === 'ok';
+    db = connect(file, CHECK_CACHE_KIB);
+    return passesQuickCheck(db);
   } catch {
     return false;
   } finally {

@@ -27,9 +27,6 @@ export type { SearchHit } from './searchHits.js';
  */
 const CHECKPOINT_EVERY = 16;
 
-/** The page cache of a check that could not run in a worker (KiB): it reads each page once. */
-const IN_PLACE_CHECK_CACHE_KIB = 2_048;
-
 /**
  * One organization's full-text index: which live items hold which words, and
  * who may read each. A cache of the branch, like the index snapshot: at open
@@ -109,7 +106,7 @@ export class SearchIndex implements DerivedView {
       const started = Date.now();
       const sound = await (args.checkFile ?? checkSearchFile)(file).catch((err: unknown) => {
         logger.warn('search index: cannot check it in a worker thread; checking it here', { org: orgId, error: String(err) });
-        return checkFile(file, IN_PLACE_CHECK_CACHE_KIB);
+        return checkFile(file);
       });
       if (sound) {
         logger.info('search index checked (not closed cleanly): sound', { org: orgId, ms: Date.now() - started });

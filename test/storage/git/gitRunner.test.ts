@@ -6,7 +6,7 @@ import { silentLogger } from '../../../src/common/log.js';
 import { GitCli } from '../../../src/storage/git/gitCli.js';
 import { GitRunner } from '../../../src/storage/git/gitRunner.js';
 import { forkExecArgv } from '../../../src/common/workerScript.js';
-import { ROOT } from '../../support/child.js';
+import { ensureBuilt, ROOT, spawnServe } from '../../support/child.js';
 import { sleep } from '../../support/sleep.js';
 import { tmpDir } from '../../support/tmp.js';
 
@@ -158,5 +158,48 @@ describe('storage/git: the git runner process', function () {
   it('starts with the server\'s flags, less a debugger\'s port and an -e or -p script', () => {
     expect(forkExecArgv(['--import', 'tsx', '--input-type=module', '-e', 'run()', '--inspect=9229', '--max-old-space-size=4096'])).to.deep.equal(['--import', 'tsx', '--input-type=module', '--max-old-space-size=4096']);
     expect(forkExecArgv(['-p', '1+1', '--eval=x()', '--print=y', '--enable-source-maps'])).to.deep.equal(['--enable-source-maps']);
+  });
+});
+
+/** Children of `pid` whose command matches `pattern` (pgrep -f), or whose name is `git` (pgrep -x). */
+async function childrenOf(pid: number, match: string[]): Promise<number[]> {
+  const out = await new Promise<string>((resolve) => execFile('pgrep', ['-P', String(pid), ...match], (_err, stdout) => resolve(stdout)));
+  return out.trim().split('\n').filter(Boolean).map(Number);
+}
+
+describe('storage/git: the built server starts its gits through its git runner', function () {
+  this.timeout(60_000);
+  before(() => ensureBuilt());
+
+  it('a mirror push runs under the runner, not the server; a killed server leaves neither the runner nor the push', async () => {
+    const { dir, cleanup } = await tmpDir('ks-runner-serve');
+    // The push's ssh is a shell that waits: the push stays running while we look at who started it.
+    const serve = await spawnServe(join(dir, 'data'), 15_000, { KNOWLEDGE_REPLICATE: 'ssh://mirror.invalid/{org}.git', GIT_SSH_COMMAND: 'sleep 30;:' });
+    try {
+      const deadline = Date.now() + 10_000;
+      let runner: number[] = [];
+      let gits: number[] = [];
+      while (Date.now() < deadline) {
+        runner = await childrenOf(serve.pid, ['-f', 'gitRunnerChild']);
+        gits = runner.length === 1 ? await childrenOf(runner[0] as number, ['-x', 'git']) : [];
+        if (gits.length > 0) break;
+        await sleep(100);
+      }
+      expect(runner, 'one git runner, a child of the server').to.have.lengthOf(1);
+      expect(gits.length, "the start push's git, a child of the runner").to.equal(1);
+      expect(await childrenOf(serve.pid, ['-x', 'git']), 'no git started by the server itself').to.deep.equal([]);
+      // Everything in the push's group: git, and the ssh shell it started.
+      const group = (await new Promise<string>((resolve) => execFile('pgrep', ['-g', String(gits[0])], (_e, o) => resolve(o)))).trim().split('\n').filter(Boolean).map(Number);
+      expect(group.length).to.be.at.least(2);
+      await serve.kill('SIGKILL');
+      for (const pid of [...runner, ...group]) {
+        const gone = Date.now() + 3_000;
+        while ((await alive(pid)) && Date.now() < gone) await sleep(50);
+        expect(await alive(pid), `process ${pid} after the server was killed`).to.equal(false);
+      }
+    } finally {
+      await serve.kill('SIGKILL');
+      await cleanup();
+    }
   });
 });
