@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { execGit, type GitOutcome } from './gitExec.js';
 import type { GitRunner, RunArgs } from './gitRunner.js';
-import type { Readable } from 'node:stream';
+import { finished, type Readable } from 'node:stream';
 import { firstParentLog, type LoggedCommit } from './firstParentLog.js';
 
 /** A running `git upload-pack`: its output, and how it ended. */
@@ -81,7 +81,12 @@ export class GitCli {
       if (stderr.length < 4096) stderr += chunk.toString('utf8');
     });
     if (args.input) {
-      args.input.on('error', () => child.kill('SIGKILL'));
+      // finished(), not on('error'): the request body's pipeline (gunzip, limits) may have failed or closed before
+      // git was started, and an error already emitted is never emitted again; git would wait for input until its
+      // timeout. finished() reports a stream already errored or closed early at once.
+      finished(args.input, (err) => {
+        if (err) child.kill('SIGKILL');
+      });
       child.stdin.on('error', () => undefined); // git may stop reading early; its exit code tells
       args.input.pipe(child.stdin);
     }
