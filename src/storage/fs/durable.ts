@@ -10,10 +10,11 @@ import type { FsPromises } from './fs.js';
  */
 export async function writeFileDurable(fs: FsPromises, path: string, data: Uint8Array | string, mode = 0o644): Promise<void> {
   const tmp = `${path}.tmp-${randomBytes(6).toString('hex')}`;
-  await writeAndSync(fs, tmp, data, 'wx', mode);
   try {
+    await writeAndSync(fs, tmp, data, 'wx', mode);
     await fs.rename(tmp, path);
   } catch (err) {
+    // A write or fsync that failed (a full disk) would otherwise leave the temp file behind for good.
     await fs.unlink(tmp).catch(() => undefined);
     throw err;
   }
