@@ -12,6 +12,7 @@ import { git, hostGit } from './support/git.js';
 import { api, startTestServer, type TestServer } from './support/server.js';
 import { sleep } from './support/sleep.js';
 import { tmpDir } from './support/tmp.js';
+import { keyFilesText } from './support/keyFiles.js';
 
 /**
  * `knowledge-store` as a child process: results on stdout (only
@@ -162,13 +163,13 @@ describe('cli (knowledge-store as a child process)', function () {
     });
 
     it('refuses an unknown role, a missing organization, a bad name, and a missing --role; stores nothing', async () => {
-      const before = await nodeFs.readFile(join(D, 'keys.json'), 'utf8');
+      const before = await keyFilesText(nodeFs.readFile, D);
       await fails(['key', 'create', '--org', 'acme', '--role', 'boss', '--data-dir', D], /role/i);
       await fails(['key', 'create', '--org', 'missing', '--role', 'reader', '--data-dir', D], /missing/);
       await fails(['key', 'create', '--org', 'Bad_Org', '--role', 'reader', '--data-dir', D], /Invalid organization id/);
       await fails(['key', 'create', '--org', 'acme', '--role', 'reader', '--name', 'evil <x>', '--data-dir', D]);
       await fails(['key', 'create', '--org', 'acme', '--data-dir', D], /--role/);
-      expect(await nodeFs.readFile(join(D, 'keys.json'), 'utf8')).to.equal(before);
+      expect(await keyFilesText(nodeFs.readFile, D)).to.equal(before);
     });
   });
 
@@ -271,7 +272,7 @@ describe('cli (knowledge-store as a child process)', function () {
       const file = join(tmp.dir, 'acme-keys.json');
       await ok(['key', 'export', 'acme', '--out', file, '--data-dir', D]);
       await ok(['org', 'create', 'elsewhere', '--data-dir', D]);
-      const before = await nodeFs.readFile(join(D, 'keys.json'), 'utf8');
+      const before = await keyFilesText(nodeFs.readFile, D);
       await fails(['key', 'import', 'elsewhere', '--file', file, '--data-dir', D], /keys of organization "acme", not "elsewhere"/);
       const junk = join(tmp.dir, 'junk.json');
       await nodeFs.writeFile(junk, '{"keys": []}');
@@ -279,7 +280,7 @@ describe('cli (knowledge-store as a child process)', function () {
       await fails(['key', 'import', 'acme', '--file', join(tmp.dir, 'nope.json'), '--data-dir', D], /nope\.json/);
       await fails(['key', 'import', 'acme', '--data-dir', D], /--file/);
       await fails(['key', 'export', 'nobody', '--data-dir', D], /nobody/);
-      expect(await nodeFs.readFile(join(D, 'keys.json'), 'utf8')).to.equal(before);
+      expect(await keyFilesText(nodeFs.readFile, D)).to.equal(before);
     });
   });
 

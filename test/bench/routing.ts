@@ -1,9 +1,10 @@
 /**
  * README, Scaling: two figures behind "what breaks first".
- * 1. The key file at 1,000 to 100,000 keys on one node: its size, the re-read after a change (every
- *    node re-reads keys.json whole when the CLI, the API or the usage flush changes it), one lookup,
- *    one key made (the file rewritten whole under its lock), and the lookup after it (what this process
- *    wrote is not read back) and after a usage flush. `--keys-only` measures the key file alone.
+ * 1. The key files at 1,000 to 100,000 keys on one node: keys.json's size, its read at the start, one
+ *    lookup, one key made (a line appended to keys.log under the lock), the lookup after it (what this
+ *    process wrote is not read back), a usage flush of 1,000 keys, another process's revocation and the
+ *    lookup that reads it (the log's new line only), and a fold of the log into keys.json (what every
+ *    change cost before the log: the whole file rewritten). `--keys-only` measures the key files alone.
  * 2. What HAProxy (scripts/haproxy.cfg) adds to a GET: autocannon against one node directly and
  *    through the proxy, 16 connections, alternating, best of 2 each. Needs `haproxy` on the PATH.
  * Alone: `npx tsx test/bench/routing.ts` (about a minute; prints the load average with each figure).
@@ -55,17 +56,29 @@ async function keyFile(dir: string, count: number): Promise<void> {
   t = performance.now();
   await store.findByHash(probe);
   const afterOwn = performance.now() - t;
-  store.noteUsed(keys[0]?.id as string, new Date());
+  for (const k of keys.slice(0, 1000)) store.noteUsed(k.id, new Date());
   t = performance.now();
   await store.flushUsage();
   const flush = performance.now() - t;
   t = performance.now();
   await store.findByHash(probe);
   const afterFlush = performance.now() - t;
+  // Another process (the CLI) revokes a key: the next lookup here reads the log's new line.
+  await new KeyStore({ fs, dataDir, logger: silentLogger }).update(keys[1]?.id as string, (k) => void (k.revokedAt = new Date().toISOString()));
+  t = performance.now();
+  await store.findByHash(probe);
+  const afterOther = performance.now() - t;
+  // A fold: the log written into keys.json (a change made with a fold after every change).
+  const folding = new KeyStore({ fs, dataDir, logger: silentLogger, foldWhen: () => true });
+  await folding.findByHash(probe);
+  t = performance.now();
+  await folding.update(keys[2]?.id as string, (k) => void (k.revokedAt = new Date().toISOString()));
+  const fold = performance.now() - t;
   console.log(
-    `keys.json, ${count.toLocaleString('en')} keys: ${(size / 1048576).toFixed(1)} MiB; re-read after a change ${reread.toFixed(1)} ms; ` +
-      `lookup (stat + map) ${(lookup * 1000).toFixed(0)} µs; key create (rewrite under the lock) ${create.toFixed(1)} ms; ` +
-      `next lookup ${afterOwn.toFixed(1)} ms; usage flush ${flush.toFixed(1)} ms, next lookup ${afterFlush.toFixed(1)} ms; load ${load()}`,
+    `key files, ${count.toLocaleString('en')} keys: keys.json ${(size / 1048576).toFixed(1)} MiB; read at the start ${reread.toFixed(1)} ms; ` +
+      `lookup (stats + map) ${(lookup * 1000).toFixed(0)} µs; key create (a line under the lock) ${create.toFixed(1)} ms, next lookup ${afterOwn.toFixed(1)} ms; ` +
+      `usage flush (1,000 keys) ${flush.toFixed(1)} ms, next lookup ${afterFlush.toFixed(1)} ms; another process's revocation, next lookup ` +
+      `${afterOther.toFixed(1)} ms; a fold into keys.json ${fold.toFixed(1)} ms; load ${load()}`,
   );
 }
 

@@ -6,6 +6,7 @@ import { authenticate, createKey, revokeKey } from '../../src/domain/keys.js';
 import { exportKeys, importKeys, KEY_EXPORT_KIND } from '../../src/domain/keyTransfer.js';
 import type { FsPromises } from '../../src/storage/fs/fs.js';
 import { KeyStore } from '../../src/storage/keys/keyStore.js';
+import { keyFilesText } from '../support/keyFiles.js';
 
 /** `key export` on one node, `key import` on another: the same secrets work there, nothing else changes. */
 
@@ -68,11 +69,11 @@ describe('domain/keyTransfer', () => {
     expect(await refusal(importKeys({ keys: b.keys, orgId: 'beta', text: JSON.stringify(exported) }))).to.include('organization "acme", not "beta"');
     const changedRole = { ...exported, keys: [{ ...exported.keys[0], role: 'reader' }] };
     await importKeys({ keys: b.keys, orgId: 'acme', text: JSON.stringify(exported) });
-    const afterFirst = b.vol.readFileSync('/data/keys.json', 'utf8');
+    const afterFirst = await keyFilesText(b.vol.promises.readFile, '/data');
     expect(await refusal(importKeys({ keys: b.keys, orgId: 'acme', text: JSON.stringify(changedRole) }))).to.include(`Key ${k.key.id} already exists here and differs`).and.include('role');
     const sameHash = { ...exported, keys: [{ ...exported.keys[0], id: 'key_00000000000000aa' }] };
     expect(await refusal(importKeys({ keys: b.keys, orgId: 'acme', text: JSON.stringify(sameHash) }))).to.include('same secret as key');
-    expect(b.vol.readFileSync('/data/keys.json', 'utf8')).to.equal(afterFirst);
+    expect(await keyFilesText(b.vol.promises.readFile, '/data')).to.equal(afterFirst);
 
     const c = store();
     const bad: Array<[unknown, string]> = [
@@ -91,6 +92,6 @@ describe('domain/keyTransfer', () => {
       const text = typeof value === 'string' ? value : JSON.stringify(value);
       expect(await refusal(importKeys({ keys: c.keys, orgId: 'acme', text })), message).to.include(message);
     }
-    expect(c.vol.existsSync('/data/keys.json')).to.equal(false);
+    expect(await keyFilesText(c.vol.promises.readFile, '/data')).to.equal('keys.json: none\nkeys.log: none\n');
   });
 });

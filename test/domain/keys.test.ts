@@ -6,6 +6,7 @@ import { authenticate, createKey, hashSecret, KEY_PREFIX, keyOrg, revokeKey, Sec
 import { silentLogger } from '../../src/common/log.js';
 import type { FsPromises } from '../../src/storage/fs/fs.js';
 import { KeyStore, type KeyRecord } from '../../src/storage/keys/keyStore.js';
+import { keyFilesText, storedKeyRecords } from '../support/keyFiles.js';
 
 /** Random keys with a `ks_` prefix, stored only as a SHA-256, refused when missing/unknown/revoked. */
 
@@ -79,7 +80,8 @@ describe('domain/keys', () => {
       expect(hashSecret(secret)).to.equal(sha256(secret));
       expect(key).to.include({ orgId: 'acme', role: 'admin', name: 'root', createdAt: '2024-05-01T10:00:00.000Z', revokedAt: null, lastUsedAt: null });
       expect(key.id).to.match(/^key_[0-9a-f]{16}$/);
-      const stored = vol.readFileSync('/data/keys.json', 'utf8') as string;
+      const stored = await keyFilesText(fs.readFile, '/data');
+      expect(stored).to.include('keys.log:\n{"key":');
       expect(stored).to.include(sha256(secret));
       expect(stored).not.to.include(secret);
       expect(stored).not.to.include(secret.slice(RANDOM_AT));
@@ -219,10 +221,10 @@ describe('domain/keys', () => {
       await authenticate({ keys, secret, clock: () => when });
       const [listed] = await keys.list('acme');
       expect(listed?.lastUsedAt).to.equal(when.toISOString());
-      expect(vol.readFileSync('/data/keys.json', 'utf8')).not.to.include(when.toISOString());
+      expect(await keyFilesText(fs.readFile, '/data')).not.to.include(when.toISOString());
       await keys.flushUsage();
-      const file = JSON.parse(vol.readFileSync('/data/keys.json', 'utf8') as string) as { keys: KeyRecord[] };
-      expect(file.keys.find((k) => k.id === key.id)?.lastUsedAt).to.equal(when.toISOString());
+      const stored = await storedKeyRecords(fs.readFile, '/data');
+      expect(stored.find((k) => k.id === key.id)?.lastUsedAt).to.equal(when.toISOString());
     });
   });
 

@@ -5,6 +5,7 @@ import { inScope, scopedPrefixes, validateScopes } from '../../src/domain/scopes
 import { silentLogger } from '../../src/common/log.js';
 import type { FsPromises } from '../../src/storage/fs/fs.js';
 import { KeyStore } from '../../src/storage/keys/keyStore.js';
+import { storedKeyRecords } from '../support/keyFiles.js';
 
 /** Scope validation and the key file: scoped keys add a field, and files written before it read as they did. */
 describe('domain/scopes', () => {
@@ -66,10 +67,10 @@ describe('domain/scopes', () => {
       expect(actor).to.deep.equal({ keyId: 'key_old', keyName: 'admin', orgId: 'default', role: 'admin' });
 
       const { secret } = await createKey({ keys, orgId: 'default', role: 'writer', name: 'agent', scopes: ['docs'] });
-      const written = JSON.parse(String(vol.readFileSync('/data/keys.json', 'utf8'))) as { version: number; keys: Array<Record<string, unknown>> };
-      expect(written.version).to.equal(1);
-      expect(written.keys[0]).to.not.have.property('scopes');
-      expect(written.keys[1]?.scopes).to.deep.equal(['docs/']);
+      expect(vol.readFileSync('/data/keys.json', 'utf8'), 'the old file is left as it was').to.equal(JSON.stringify(file, null, 2));
+      const written = await storedKeyRecords(fs.readFile, '/data');
+      expect(written[0]).to.not.have.property('scopes');
+      expect(written[1]?.scopes).to.deep.equal(['docs/']);
       expect((await authenticate({ keys, secret: old }))?.scopes).to.equal(undefined);
       expect((await authenticate({ keys: new KeyStore({ fs, dataDir: '/data', logger: silentLogger }), secret }))?.scopes).to.deep.equal(['docs/']);
     });

@@ -5,6 +5,7 @@ import { ensureBuilt, runCli } from '../support/child.js';
 import { tmpDir } from '../support/tmp.js';
 import { gitOk } from '../git/support.js';
 import { createOrg } from './cluster.js';
+import { keyFilesText } from '../support/keyFiles.js';
 
 /**
  * `org import --keys` refusals (README, Backups and git access): a key file that is wrong refuses
@@ -60,7 +61,7 @@ describe('scaling: org import --keys refuses a wrong key file', function () {
     const clash = join(work.dir, 'clash.json');
     await writeFile(clash, JSON.stringify({ kind: 'knowledge-store-keys', version: 1, orgId: 'other', exportedAt: new Date().toISOString(), keys: [taken] }));
     expect((await runCli(['key', 'import', 'other', '--file', clash, '--data-dir', b])).code).to.equal(0);
-    const before = await readFile(join(b, 'keys.json'), 'utf8');
+    const before = await keyFilesText(readFile, b);
 
     const run = await runCli(['org', 'import', 'acme', '--from', mirror, '--keys', keysFile, '--data-dir', b]);
     expect(run.code).to.equal(1);
@@ -68,6 +69,6 @@ describe('scaling: org import --keys refuses a wrong key file', function () {
     expect(run.stderr).to.include(`Key ${taken.id} already exists here and differs`);
     expect(run.stderr).to.include('key import acme');
     expect(await exists(join(b, 'orgs', 'acme.git', 'HEAD'))).to.equal(true);
-    expect(await readFile(join(b, 'keys.json'), 'utf8')).to.equal(before);
+    expect(await keyFilesText(readFile, b)).to.equal(before);
   });
 });
