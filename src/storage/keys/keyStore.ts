@@ -51,11 +51,6 @@ export class KeyStore {
     this.files = new KeyFiles(options.fs, options.dataDir);
   }
 
-  /** keys.json, the key store's snapshot (its log, keys.log, beside it). */
-  get path(): string {
-    return this.files.snapshotPath;
-  }
-
   /** Starts watching the data directory, if a watch was given; without one (or if it fails) every lookup stats the files. */
   async startWatching(): Promise<void> {
     const { watch, dataDir, fs, logger } = this.options;
