@@ -88,6 +88,20 @@ export class SearchDb {
     return out;
   }
 
+  /**
+   * Up to `limit` indexed items whose row id is above `afterId`, in row id order, into `out`; returns the last
+   * row id read, or null when there were none (a read of every row in pages, between which others may run).
+   */
+  indexedPage(afterId: number, limit: number, out: Map<string, IndexedItem>): number | null {
+    const rows = this.use('SELECT id, path, blob, need FROM items WHERE id > ? ORDER BY id LIMIT ?', (st) => st.all([afterId, limit]));
+    let last: number | null = null;
+    for (const row of rows) {
+      last = Number(row.id);
+      out.set(String(row.path), { id: last, blob: String(row.blob), need: Number(row.need) });
+    }
+    return last;
+  }
+
   /** What one path was indexed from, by the `items` table's unique index on its path. */
   row(path: string): IndexedItem | undefined {
     // `all`, not `get`: see `snippet`.

@@ -108,3 +108,76 @@ describe('storage/search: a batch and a catch-up write their rows in rowid order
     }
   });
 });
+
+describe('storage/search: a catch-up reads the rows in pages, batches writing between them', () => {
+  it('drops, rewrites and re-ranks what changed behind its back, and leaves alone what a batch wrote meanwhile', async () => {
+    const { dir, cleanup } = await tmpDir();
+    const db = SearchDb.open(join(dir, 'search.sqlite'), silentLogger);
+    try {
+      const entries = new Map<string, IndexEntry>();
+      const source: SearchSource & { headCommit: string | null } = {
+        headCommit: 'h1',
+        entries: () => entries.values(),
+        get: (path) => entries.get(path),
+        folderRule: () => undefined,
+        readContent: async () => '',
+      };
+      const rows = new IndexRows(db, source, (record) => (record.requiredReadPermission === 'inherit' ? 0 : 1), new RankIndex());
+      let serial = 0;
+      const entry = (path: string, extra: Parameters<typeof textRecord>[1] = {}): IndexEntry => {
+        const e = { record: textRecord(path, extra), blobOid: `b${serial++}`, recordOid: `r${serial}` };
+        entries.set(path, e);
+        return e;
+      };
+      const paths = Array.from({ length: 30 }, (_, i) => `n/${String(i).padStart(2, '0')}.md`);
+      db.transaction(() => rows.apply(paths.map((path) => ({ path, entry: entry(path), text: `first ${path}` })), 'h1', source));
+
+      // Behind the index's back (a crash): one item deleted, one rewritten, one given another read permission.
+      entries.delete('n/03.md');
+      entry('n/04.md');
+      entries.set('n/05.md', { ...(entries.get('n/05.md') as IndexEntry), record: textRecord('n/05.md', { requiredReadPermission: 'knowledge:write' }) });
+
+      // A batch published after the first page: an item made (its row has the highest id, so it is read in the last
+      // page, though it was not live when the pass began) and one deleted that was live then.
+      let pages = 0;
+      let batchRan = false;
+      const page = db.indexedPage.bind(db);
+      db.indexedPage = (after, limit, out) => {
+        const last = page(after, limit, out);
+        if (++pages === 1) {
+          setImmediate(() => {
+            entry('n/made-meanwhile.md');
+            entries.delete('n/20.md');
+            source.headCommit = 'h2';
+            db.transaction(() =>
+              rows.apply(
+                [
+                  { path: 'n/made-meanwhile.md', entry: entries.get('n/made-meanwhile.md'), text: 'made meanwhile' },
+                  { path: 'n/20.md', entry: undefined },
+                ],
+                'h2',
+                source,
+              ),
+            );
+            batchRan = true;
+          });
+        }
+        return last;
+      };
+      const caught = await catchUpRows({ rows, source, textOf: async (e) => `caught ${e.record.path}`, logger: silentLogger, orgId: 'o', progressEvery: 1000, pageSize: 4 });
+      expect(batchRan, 'the batch ran between two pages').to.equal(true);
+      expect(pages, 'pages of 4 rows').to.be.at.least(8);
+      expect(db.body((rows.get('n/made-meanwhile.md') as { id: number }).id), 'the batch\'s row kept').to.equal('made meanwhile');
+      expect(rows.get('n/03.md'), 'deleted behind its back: dropped').to.equal(undefined);
+      expect(rows.get('n/20.md'), 'deleted by the batch: gone').to.equal(undefined);
+      expect(db.body((rows.get('n/04.md') as { id: number }).id)).to.equal('caught n/04.md');
+      expect(rows.get('n/05.md')?.need, 'its new read rank').to.equal(1);
+      expect(caught).to.deep.equal({ written: 1, removed: 1, needs: 1 });
+      expect(rows.differences(), 'the rows agree with the items').to.deep.equal([]);
+      expect(db.head).to.equal('h2');
+    } finally {
+      db.close();
+      await cleanup();
+    }
+  });
+});
