@@ -1,6 +1,7 @@
 import { seenAs, type EventFeed } from '../../domain/events.js';
 import type { Actor } from '../../domain/keys.js';
 import type { OrgRepo } from '../../storage/repo/orgRepo.js';
+import { nextTurn } from '../../common/turn.js';
 
 /** What a stream walks the commits with (the EventFeed). */
 export type EventWalker = Pick<EventFeed, 'walk'>;
@@ -51,7 +52,7 @@ export async function walkChunk(args: { feed: EventWalker; repo: OrgRepo; actor:
     cursor = commitId;
     full = size > room;
     if (full || ++walked === WALK_TURN) break;
-    if (walked % WALK_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
+    if (walked % WALK_SLICE === 0) await nextTurn();
   }
   if (args.stop?.()) return null;
   return { bytes: parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size), lastSent, cursor, walked, full };

@@ -5,6 +5,7 @@ import type { FsPromises } from '../fs/fs.js';
 import { withLock } from '../fs/lockFile.js';
 import { KeyFiles, type KeyChange, type LogPosition } from './keyFiles.js';
 import type { KeyRecord } from './keyRecord.js';
+import { nextTurn } from '../../common/turn.js';
 
 export type { KeyRecord } from './keyRecord.js';
 
@@ -247,7 +248,7 @@ export class KeyStore {
       // One turn of the event loop first: a change made before this request was sent (a CLI
       // `key revoke` that has exited) was queued by the kernel before the request's bytes, so
       // its notification is handled in this poll phase, before setImmediate's callback.
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
       if (this.dirty === false) return;
       if (this.dirty) this.dirty = false;
     }

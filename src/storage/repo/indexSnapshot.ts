@@ -6,6 +6,7 @@ import { writeFileDurable } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { IndexEntry } from './itemIndex.js';
 import { folderRuleFromValue, recordFromValue, type FolderRule, type ItemRecord } from './itemRecord.js';
+import { ITEMS_PER_TURN, nextTurn } from '../../common/turn.js';
 
 /** The format marker: a snapshot of another format is ignored (and rewritten), never misread. */
 const FORMAT = 1;
@@ -52,7 +53,7 @@ export class IndexSnapshotFile {
       return null;
     }
     try {
-      return decode(JSON.parse(text) as unknown, this.path, shared);
+      return await decode(JSON.parse(text) as unknown, this.path, shared);
     } catch (err) {
       this.logger.warn('index snapshot damaged; rebuilding from git', { error: String(err) });
       return null;
@@ -66,18 +67,22 @@ export class IndexSnapshotFile {
   }
 }
 
-function decode(value: unknown, where: string, shared: SharedStrings): IndexSnapshot | null {
+/** The snapshot's items checked and made entries in slices, with a turn of the event loop between (~170 ms at 50,000 in one piece). */
+async function decode(value: unknown, where: string, shared: SharedStrings): Promise<IndexSnapshot | null> {
   if (typeof value !== 'object' || value === null) throw new Error('not a JSON object');
   const v = value as Record<string, unknown>;
   if (v.knowledgeIndexSnapshot !== FORMAT) return null;
   if (typeof v.head !== 'string' || !isObjectId(v.head) || typeof v.tree !== 'string' || !isObjectId(v.tree)) throw new Error('no head');
   if (!Array.isArray(v.items) || !Array.isArray(v.rules)) throw new Error('no items');
-  const items = v.items.map((item: unknown): IndexEntry => {
+  const items: IndexEntry[] = [];
+  for (let i = 0; i < v.items.length; i++) {
+    if (i > 0 && i % ITEMS_PER_TURN === 0) await nextTurn();
+    const item: unknown = v.items[i];
     if (!Array.isArray(item) || item.length !== 3) throw new Error('item is not [recordOid, blobOid, record]');
     const [recordOid, blobOid, record] = item as [unknown, unknown, unknown];
     if (typeof recordOid !== 'string' || !isObjectId(recordOid) || typeof blobOid !== 'string' || !isObjectId(blobOid)) throw new Error('bad object id');
-    return { recordOid, blobOid, record: sharing(recordFromValue(record, where), shared) };
-  });
+    items.push({ recordOid, blobOid, record: sharing(recordFromValue(record, where), shared) });
+  }
   const rules = v.rules.map((rule: unknown) => folderRuleFromValue(rule, where));
   return { head: v.head, tree: v.tree, items, rules };
 }

@@ -2,6 +2,7 @@ import type { IndexEntry } from '../repo/itemIndex.js';
 import type { FolderRule, ItemRecord } from '../repo/itemRecord.js';
 import type { RankIndex } from './rankIndex.js';
 import type { IndexedItem, SearchDb } from './searchDb.js';
+import { ITEMS_PER_TURN, nextTurn } from '../../common/turn.js';
 
 /** What the index reads of the repository: the live index, content, and the folder rules. */
 export interface SearchSource {
@@ -18,9 +19,6 @@ export interface SearchSource {
  * caller may read.
  */
 export type ReadNeed = (record: ItemRecord, rules: Pick<SearchSource, 'folderRule'>) => number;
-
-/** Rows (and entries) worked through between two turns of the event loop in a pass over all of them: ~15 ms at 5,000. */
-const ROWS_PER_PAGE = 5_000;
 
 /** One path's change: its live entry (none: gone), and the text to index when its content changed. */
 export interface RowUpdate {
@@ -65,10 +63,10 @@ export class IndexRows {
    * (at 50,000 rows one read held it ~150 ms). Batches may write between the pages: a row read may be stale
    * by the end, which the caller must allow for (see catchUp.ts).
    */
-  async allInPages(pageSize = ROWS_PER_PAGE): Promise<Map<string, IndexedItem>> {
+  async allInPages(pageSize = ITEMS_PER_TURN): Promise<Map<string, IndexedItem>> {
     const out = new Map<string, IndexedItem>();
     for (let after = this.db.indexedPage(0, pageSize, out); after !== null; after = this.db.indexedPage(after, pageSize, out)) {
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
     }
     return out;
   }
@@ -78,10 +76,10 @@ export class IndexRows {
    * read earlier), worked out with a turn of the event loop every `pageSize` entries. What they find is
    * only a list to look at again (`refreshNeedsOf`): rows and rules may have changed since.
    */
-  async needsMoved(entries: readonly IndexEntry[], rows: ReadonlyMap<string, IndexedItem>, pageSize = ROWS_PER_PAGE): Promise<IndexEntry[]> {
+  async needsMoved(entries: readonly IndexEntry[], rows: ReadonlyMap<string, IndexedItem>, pageSize = ITEMS_PER_TURN): Promise<IndexEntry[]> {
     const moved: IndexEntry[] = [];
     for (let i = 0; i < entries.length; i++) {
-      if (i > 0 && i % pageSize === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (i > 0 && i % pageSize === 0) await nextTurn();
       const entry = entries[i] as IndexEntry;
       const row = rows.get(entry.record.path);
       if (row && entry.record.deletedAt === null && row.need !== this.readNeed(entry.record, this.source)) moved.push(entry);

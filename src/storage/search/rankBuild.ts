@@ -2,6 +2,7 @@ import type { Logger } from '../../common/log.js';
 import type { RankIndex, SliceStep } from './rankIndex.js';
 import type { ReadGate } from './readGate.js';
 import type { SearchDb } from './searchDb.js';
+import { nextTurn } from '../../common/turn.js';
 
 /** Rows read from the file per step of the build (each step is synchronous; the event loop runs between). */
 const BUILD_CHUNK = 500;
@@ -43,7 +44,7 @@ export async function buildRankIndex(args: {
     const before = read;
     read += rows.length;
     if (Math.floor(read / progressEvery) > Math.floor(before / progressEvery)) logger.info('search ranking index: loading', { org: orgId, rows: read });
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
   }
   if (!(await makeTopDocs(args))) return false;
   logger.info('search ranking index ready', { org: orgId, rows: read, ms: Date.now() - started, mib: Math.round(rank.bytes / 2 ** 20) });
@@ -61,7 +62,7 @@ const SLICE_MS = 5;
  */
 export async function inSlices(args: { gate: ReadGate; stopped: () => boolean }, step: SliceStep): Promise<boolean> {
   for (;;) {
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
     while (args.gate.closed) await args.gate.idle();
     if (args.stopped()) return false;
     const deadline = performance.now() + SLICE_MS;

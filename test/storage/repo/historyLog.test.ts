@@ -12,6 +12,7 @@ import { memoryFs } from '../../support/memfs.js';
 import { textRecord } from '../../support/records.js';
 import { hostGit } from '../../support/git.js';
 import { moveToIntent } from '../../support/intents.js';
+import { turnsDuring } from '../../support/turns.js';
 
 /**
  * The history log: one entry per commit of main,
@@ -447,6 +448,22 @@ describe('storage/historyLog', () => {
       expect(log.itemHistory('id:twin-only.md')).to.deep.equal([]);
       expect(log.size).to.equal(before.length);
     });
+  });
+
+  it('is read in slices: 20,000 commits loaded from the file alone, the event loop turning between the slices', async () => {
+    const commits = Array.from({ length: 20_000 }, (_, i) => (i + 1).toString(16).padStart(40, '0'));
+    const lines = commits.map((id, i) =>
+      JSON.stringify([id, i === 0 ? null : commits[i - 1], `itm_${i}`, `bulk/${i}.md`, 'create', `put bulk/${i}.md`, 'Agent', 'agent@example.org', 1709283600 + i]),
+    );
+    const gitdir = '/data/orgs/bulk.git';
+    await fs.mkdir(gitdir, { recursive: true });
+    await fs.writeFile(`${gitdir}/knowledge-history.jsonl`, `${['{"knowledgeHistoryLog":1}', ...lines].join('\n')}\n`);
+    const never = async (oid: string): Promise<CommitFacts> => expect.fail(`read commit ${oid} from git`);
+    const { result: log, turns } = await turnsDuring(() => HistoryLog.load({ fs, gitdir, head: commits[commits.length - 1] as string, readCommit: never, logger: silentLogger }));
+    expect(log.size).to.equal(20_000);
+    expect(log.itemHistory('itm_12345').map((e) => e.commitId)).to.deep.equal([commits[12_345]]);
+    // Read, then indexed: four slices each, a turn before each but the first.
+    expect(turns, 'turns of the event loop during the load').to.be.at.least(6);
   });
 
   describe('after(commitId)', () => {
