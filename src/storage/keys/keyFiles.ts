@@ -102,12 +102,14 @@ export class KeyFiles {
   /** The whole lines of the open log from byte `from` on, and where they end. */
   async readLog(handle: FileHandleLike, from: number): Promise<{ changes: KeyChange[]; at: LogPosition }> {
     const s = await handle.stat();
-    const bytes = Buffer.alloc(Math.max(s.size - from, 0));
-    for (let got = 0; got < bytes.length; ) {
-      const { bytesRead } = await handle.read(bytes, got, bytes.length - got, from + got);
+    const room = Buffer.alloc(Math.max(s.size - from, 0));
+    let got = 0;
+    while (got < room.length) {
+      const { bytesRead } = await handle.read(room, got, room.length - got, from + got);
       if (bytesRead === 0) break;
       got += bytesRead;
     }
+    const bytes = room.subarray(0, got); // what was there to read: never zeros taken for the file's bytes
     const whole = bytes.lastIndexOf(0x0a) + 1;
     const changes: KeyChange[] = [];
     let start = 0;

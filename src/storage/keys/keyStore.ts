@@ -22,7 +22,7 @@ export class KeyStore {
   /** Where the maps stand in the files; null until read (or after a failed write left it unknown): read whole. */
   private at: { snapshot: string; snapshotBytes: number; log: LogPosition | null } | null = null;
   /** One reading or writing of the files at a time in this process: two catch-ups applying the same lines out of order could bring back a revoked key. */
-  private readonly turn = new Slots(1);
+  private readonly oneAtATime = new Slots(1);
   private checking: { startedAt: number; done: Promise<void> } | null = null;
   /** Last uses not yet written out, in ms: made into text when written or listed, not on every request. */
   private readonly used = new Map<string, number>();
@@ -165,7 +165,7 @@ export class KeyStore {
   }
 
   /**
-   * Under keys.json's lock and this process's turn: catches up with the files, asks `changesFor`
+   * Under keys.json's lock, one at a time in this process: catches up with the files, asks `changesFor`
    * (which reads the maps as they now stand; it may throw, and then nothing changes) and appends
    * its changes to the log. The maps take them only once they are durable.
    */
@@ -173,7 +173,7 @@ export class KeyStore {
     const { fs, dataDir, logger } = this.options;
     await fs.mkdir(dataDir, { recursive: true });
     await withLock(fs, this.files.snapshotPath, () =>
-      this.turn.run(async () => {
+      this.oneAtATime.run(async () => {
         await this.catchUp();
         let at = this.at as NonNullable<KeyStore['at']>;
         // A line cut short by a crash would run into the next one: keys.json takes the whole lines first.
@@ -212,7 +212,7 @@ export class KeyStore {
     else await this.files.removeLog();
   }
 
-  /** Writes the maps as keys.json and removes the log (under the lock, in the turn). */
+  /** Writes the maps as keys.json and removes the log (under the lock, one at a time). */
   private async fold(): Promise<NonNullable<KeyStore['at']>> {
     this.at = null;
     const snapshot = await this.files.fold([...this.byId.values()]);
@@ -252,12 +252,12 @@ export class KeyStore {
       if (this.dirty === false) return;
       if (this.dirty) this.dirty = false;
     }
-    await this.turn.run(() => this.catchUp());
+    await this.oneAtATime.run(() => this.catchUp());
   }
 
   /**
    * Reads what changed in the files since the maps last did: nothing when neither changed, the
-   * log's new lines when only it grew, both files otherwise. Runs in the turn.
+   * log's new lines when only it grew, both files otherwise. Runs one at a time (oneAtATime).
    */
   private async catchUp(): Promise<void> {
     // Both at once (one stat's wait, not two). A change landing meanwhile may be seen next time, as with
@@ -283,7 +283,7 @@ export class KeyStore {
     }
   }
 
-  /** Reads keys.json and the whole log. Runs in the turn. */
+  /** Reads keys.json and the whole log. Runs one at a time (oneAtATime). */
   private async loadWhole(): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const snapshot = await this.files.snapshotStamp();
