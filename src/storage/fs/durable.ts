@@ -54,6 +54,16 @@ export async function fsyncDir(fs: FsPromises, dir: string, whileSyncing?: () =>
   }
 }
 
+/** What `op` gives, or null when the file it names is not there (ENOENT); any other error is thrown. */
+export async function unlessMissing<T>(op: Promise<T>): Promise<T | null> {
+  try {
+    return await op;
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return null;
+    throw err;
+  }
+}
+
 export async function pathExists(fs: FsPromises, path: string): Promise<boolean> {
   try {
     await fs.stat(path);

@@ -1,6 +1,5 @@
-import { errnoCode } from '../../common/errors.js';
 import { CorruptStore } from '../errors.js';
-import { fsyncDir, writeFileDurable } from '../fs/durable.js';
+import { fsyncDir, unlessMissing, writeFileDurable } from '../fs/durable.js';
 import type { FileHandleLike, FsPromises } from '../fs/fs.js';
 import type { KeyRecord } from './keyRecord.js';
 
@@ -52,24 +51,14 @@ export class KeyFiles {
   }
 
   async snapshotStamp(): Promise<SnapshotStamp> {
-    try {
-      const s = await this.fs.stat(this.snapshotPath);
-      return { stamp: `${s.ino}:${s.size}:${s.mtimeMs}`, bytes: s.size };
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-      return { stamp: 'missing', bytes: 0 };
-    }
+    const s = await unlessMissing(this.fs.stat(this.snapshotPath));
+    return s ? { stamp: `${s.ino}:${s.size}:${s.mtimeMs}`, bytes: s.size } : { stamp: 'missing', bytes: 0 };
   }
 
   /** The keys in keys.json; none when there is no file. A file that does not parse is refused, never taken as empty. */
   async readSnapshot(): Promise<KeyRecord[]> {
-    let text: string;
-    try {
-      text = await this.fs.readFile(this.snapshotPath, 'utf8');
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return [];
-      throw err;
-    }
+    const text = await unlessMissing(this.fs.readFile(this.snapshotPath, 'utf8'));
+    if (text === null) return [];
     try {
       const file = JSON.parse(text) as KeyFile;
       if (file.version !== 1 || !Array.isArray(file.keys)) throw new Error('unknown layout');
@@ -81,22 +70,13 @@ export class KeyFiles {
 
   /** The log's inode and size; null when there is none. */
   async statLog(): Promise<{ ino: number; size: number } | null> {
-    try {
-      const s = await this.fs.stat(this.logPath);
-      return { ino: s.ino, size: s.size };
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-      return null;
-    }
+    const s = await unlessMissing(this.fs.stat(this.logPath));
+    return s && { ino: s.ino, size: s.size };
   }
 
-  async openLog(): Promise<FileHandleLike | null> {
-    try {
-      return await this.fs.open(this.logPath, 'r');
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-      return null;
-    }
+  /** The log open for reading; null when there is none. */
+  openLog(): Promise<FileHandleLike | null> {
+    return unlessMissing(this.fs.open(this.logPath, 'r'));
   }
 
   /** The whole lines of the open log from byte `from` on, and where they end. */
@@ -149,12 +129,7 @@ export class KeyFiles {
 
   /** Removes the log (durably); nothing to do when there is none. */
   async removeLog(): Promise<void> {
-    try {
-      await this.fs.unlink(this.logPath);
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return;
-      throw err;
-    }
+    if ((await unlessMissing(this.fs.unlink(this.logPath))) === null) return; // there was none
     await fsyncDir(this.fs, this.dir);
   }
 

@@ -417,6 +417,15 @@ describe('storage/keyStore on a failing disk (every call of a change made to fai
     /** Whether the same instance must agree at once (a use not written stays noted in memory, shown by design). */
     sameInstance: boolean;
   }
+  /** Keys beside the one a change is about, in each state a line can give (revoked, used): a fold or a replay must keep them so. */
+  const others = async (store: KeyStore): Promise<void> => {
+    const [revoked, used] = [key(), key()];
+    await store.add(revoked);
+    await store.add(used);
+    await store.update(revoked.id, revoke);
+    store.noteUsed(used.id, new Date('2024-05-05T00:00:00Z'));
+    await store.flushUsage();
+  };
   const added: Pick<Scenario, 'change' | 'shows' | 'sameInstance'> = {
     change: (store, about) => store.add(about),
     shows: async (store, about) => (await store.get(about.id)) !== undefined,
@@ -424,10 +433,11 @@ describe('storage/keyStore on a failing disk (every call of a change made to fai
   };
   const scenarios: Scenario[] = [
     { name: 'the first add (no key file yet)', setUp: async () => key(), ...added },
-    { name: 'an add beside a log', setUp: async (store) => (await store.add(key()), key()), ...added },
+    { name: 'an add beside a log', setUp: async (store) => (await others(store), key()), ...added },
     {
       name: 'a revocation',
       setUp: async (store) => {
+        await others(store);
         const k = key();
         await store.add(k);
         return k;
@@ -439,6 +449,7 @@ describe('storage/keyStore on a failing disk (every call of a change made to fai
     {
       name: 'a usage flush',
       setUp: async (store) => {
+        await others(store);
         const k = key();
         await store.add(k);
         return k;
@@ -450,11 +461,11 @@ describe('storage/keyStore on a failing disk (every call of a change made to fai
       shows: async (store, about) => (await store.get(about.id))?.lastUsedAt === '2024-06-06T00:00:00.000Z',
       sameInstance: false,
     },
-    { name: 'an add that folds the log into keys.json', foldEvery: true, setUp: async (store) => (await store.add(key()), key()), ...added },
+    { name: 'an add that folds the log into keys.json', foldEvery: true, setUp: async (store) => (await others(store), key()), ...added },
     {
       name: 'an add after a crash cut a line short',
       setUp: async (store, dir) => {
-        await store.add(key());
+        await others(store);
         await nodeFs.appendFile(`${dir}/keys.log`, '{"key":{"id":"key_cut"');
         return key();
       },
@@ -473,6 +484,11 @@ describe('storage/keyStore on a failing disk (every call of a change made to fai
       counter.reset();
       await scenario.change(probeStore, probeKey);
       const calls = counter.count;
+      // Durable before it is reported: the log's line fsynced, and a new log's directory entry too.
+      const logSync = counter.calls.findIndex((c) => c.op === 'handle.sync' && c.path.endsWith('/keys.log'));
+      expect(logSync, 'the appended line is fsynced').to.be.greaterThan(-1);
+      const dirSync = counter.calls.findIndex((c, i) => i > logSync && c.op === 'handle.sync' && c.path === probe.dir);
+      if (scenario.name.startsWith('the first add')) expect(dirSync, 'the new log\'s directory entry is fsynced').to.be.greaterThan(logSync);
       const folds = counter.calls.some((c) => c.op === 'rename' && c.path.endsWith('/keys.json'));
       expect(folds, 'the change folds the log into keys.json').to.equal(scenario.foldEvery === true || scenario.name.includes('cut a line short'));
       await probe.cleanup();
@@ -485,6 +501,7 @@ describe('storage/keyStore on a failing disk (every call of a change made to fai
           const faulty = new FaultyFs(nodeFs, { record: true });
           const store = new KeyStore(options(faulty, tmp.dir));
           const about = await scenario.setUp(store, tmp.dir);
+          const othersBefore = (await new KeyStore(options(fs, tmp.dir)).list()).filter((k) => k.id !== about.id);
           const code = n % 2 ? 'EIO' : 'ENOSPC';
           faulty.arm({ failAt: n, code });
           const done = await scenario.change(store, about).then(
@@ -502,6 +519,7 @@ describe('storage/keyStore on a failing disk (every call of a change made to fai
           const fresh = new KeyStore(options(fs, tmp.dir));
           expect(await scenario.shows(fresh, about), `${where}: a fresh reader agrees`).to.equal(done);
           if (scenario.sameInstance) expect(await scenario.shows(store, about), `${where}: the same instance agrees`).to.equal(done);
+          expect((await fresh.list()).filter((k) => k.id !== about.id), `${where}: the other keys as they were`).to.deep.equal(othersBefore);
           let left = (await nodeFs.readdir(tmp.dir)).filter((f) => !(KEY_FILES as readonly string[]).includes(f));
           if (fired?.op === 'unlink' && fired.path.endsWith('keys.json.lock')) {
             // The lock's own removal failed: it stays until it is judged stale (30 s), as after a crash.
