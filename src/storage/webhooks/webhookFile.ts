@@ -1,5 +1,4 @@
-import { errnoCode } from '../../common/errors.js';
-import { pathExists, writeFileDurable } from '../fs/durable.js';
+import { pathExists, unlessMissing, writeFileDurable } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
 
 /** One try at delivering: when, the receiver's status (null: no answer), and why it failed. */
@@ -66,13 +65,8 @@ export class WebhookFile {
   }
 
   async read(): Promise<WebhookRecord[]> {
-    let text: string;
-    try {
-      text = await this.fs.readFile(this.path, 'utf8');
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return [];
-      throw err;
-    }
+    const text = await unlessMissing(this.fs.readFile(this.path, 'utf8'));
+    if (text === null) return [];
     const parsed = JSON.parse(text) as Partial<FileShape>;
     if (parsed.knowledgeWebhooks !== 1 || !Array.isArray(parsed.hooks)) throw new Error(`${this.path}: not a webhook file of format 1`);
     return parsed.hooks;
