@@ -1,14 +1,14 @@
-import { errnoCode } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import type { ItemAction } from './commitMessage.js';
 import { historyEntry, perItem, type CommitFacts, type HistoryEntry, type ItemChange } from './historyEntry.js';
 
 export { historyEntry, itemChanges, perItem, type CommitFacts, type HistoryEntry, type ItemChange } from './historyEntry.js';
-import { writeFileDurable } from '../fs/durable.js';
+import { unlessMissing, writeFileDurable } from '../fs/durable.js';
 import type { FsPromises } from '../fs/fs.js';
 import { SharedStrings } from '../../common/sharedStrings.js';
 import { withoutYoungGrowth } from '../../common/youngGeneration.js';
 import { ITEMS_PER_TURN, nextTurn } from '../../common/turn.js';
+import { eachJsonLine, firstLine, linesText } from '../../common/jsonLines.js';
 
 /** The first line of the log file: the format, so a future layout is rebuilt rather than misread. */
 const HEADER = '{"knowledgeHistoryLog":1}';
@@ -160,69 +160,26 @@ export class HistoryLog {
   }
 
   private async persistAll(): Promise<void> {
-    const text = [HEADER, ...this.entries.map(serialize)].join('\n');
-    await writeFileDurable(this.fs, this.file, `${text}\n`);
+    await writeFileDurable(this.fs, this.file, await linesText([...this.entries], serialize, HEADER));
   }
 
   /** The stored entries up to the first line that is damaged or does not continue the chain. */
   private async readStored(shared: SharedStrings): Promise<HistoryEntry[]> {
-    let text: string;
-    try {
-      text = await this.fs.readFile(this.file, 'utf8');
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return [];
-      throw err;
-    }
-    const lines = text.split('\n');
-    if (lines[0] !== HEADER) return [];
+    const bytes = await unlessMissing(this.fs.readFile(this.file));
+    if (bytes === null) return [];
+    const header = firstLine(bytes);
+    if (header.text !== HEADER) return [];
     const out: HistoryEntry[] = [];
-    const values = parseLines(lines.slice(1));
-    for (let i = 0; i < values.length; i++) {
-      if (i > 0 && i % ITEMS_PER_TURN === 0) await nextTurn();
-      const entry = fromFields(values[i], shared);
+    await eachJsonLine(bytes, header.next, (value) => {
+      const entry = fromFields(value, shared);
       const before = out[out.length - 1];
-      if (!entry || entry.parent !== (before?.commitId ?? null)) break;
+      if (!entry || entry.parent !== (before?.commitId ?? null)) return false;
       // The same commit id as the entry before: one string, not two.
       if (before) entry.parent = before.commitId;
       out.push(entry);
-    }
+      return true;
+    });
     return out;
-  }
-}
-
-/**
- * The lines' values, up to the first that is not JSON. They are parsed as one JSON array, not line by
- * line: V8 gives the strings it parses out of a line as slices of that line, so 51,000 entries kept
- * every line of the file alive (~11 MiB more heap at 51,000 commits, measured); one parse of the whole
- * text gives strings of their own, and the text is freed.
- */
-function parseLines(lines: readonly string[]): unknown[] {
-  let whole = lines.length;
-  while (whole > 0 && lines[whole - 1] === '') whole--;
-  const all = parseArray(lines.slice(0, whole));
-  if (all) return all;
-  // A damaged line (a torn tail): the lines before it, parsed the same way.
-  const good = lines.findIndex((line) => !isJson(line));
-  return (good > 0 && parseArray(lines.slice(0, good))) || [];
-}
-
-/** The lines as the elements of one array; null unless each line was exactly one value. */
-function parseArray(lines: readonly string[]): unknown[] | null {
-  try {
-    const values = JSON.parse(`[${lines.join(',')}]`) as unknown[];
-    // A line holding two values (`1,2`) would shift every later one.
-    return values.length === lines.length ? values : null;
-  } catch {
-    return null;
-  }
-}
-
-function isJson(line: string): boolean {
-  try {
-    JSON.parse(line);
-    return true;
-  } catch {
-    return false;
   }
 }
 

@@ -53,6 +53,12 @@ describe('storage/indexSnapshot (memfs)', () => {
     await fs.writeFile(SNAPSHOT, saved);
     return out;
   };
+  /** The saved file as format 2 holds it: a header line, then one line per item. */
+  const saved = async (): Promise<{ format: number; head: string; tree: string; count: number; rules: unknown[]; items: unknown[] }> => {
+    const [header = '', ...lines] = (await fs.readFile(SNAPSHOT, 'utf8')).split('\n');
+    const h = JSON.parse(header) as { knowledgeIndexSnapshot: number; head: string; tree: string; items: number; rules: unknown[] };
+    return { format: h.knowledgeIndexSnapshot, head: h.head, tree: h.tree, count: h.items, rules: h.rules, items: lines.filter((l) => l !== '').map((l) => JSON.parse(l) as unknown) };
+  };
   const rule = (folder: string): FolderRule => ({ folder, requiredReadPermission: 'knowledge:admin', requiredWritePermission: 'knowledge:admin', updatedAt: '2024-03-01T00:00:00.000Z', updatedBy: INTENT_AUTHOR.email });
 
   beforeEach(async () => {
@@ -71,9 +77,11 @@ describe('storage/indexSnapshot (memfs)', () => {
     const first = await open();
     const head = first.headCommit;
     await first.close();
-    const saved = JSON.parse(await fs.readFile(SNAPSHOT, 'utf8')) as { head: string; items: unknown[] };
-    expect(saved.head).to.equal(head);
-    expect(saved.items).to.have.length(30);
+    const file = await saved();
+    expect(file.format).to.equal(2);
+    expect(file.head).to.equal(head);
+    expect(file.count).to.equal(30);
+    expect(file.items).to.have.length(30);
     packReads.clear();
     const repo = await open();
     // The head commit's pack (for its tree) is read; no record is.
@@ -109,7 +117,7 @@ describe('storage/indexSnapshot (memfs)', () => {
     // item + record for each changed item, the new one, the trash moves, two rule files (one added, one gone).
     expect(caughtUp?.files).to.be.within(8, 16);
     // And the start saved a snapshot of the head it reached.
-    expect((JSON.parse(await fs.readFile(SNAPSHOT, 'utf8')) as { head: string }).head).to.equal(expected.head);
+    expect((await saved()).head).to.equal(expected.head);
     await reopened.close();
     await repo.close();
   });
@@ -119,17 +127,34 @@ describe('storage/indexSnapshot (memfs)', () => {
     ['a record with a field of the wrong type', (text: string) => text.replace('"itemType":"text"', '"itemType":7')],
     ['an object id that is not one', (text: string) => text.replace(/"[0-9a-f]{40}"/, '"nope"')],
     ['a tree git does not have (another repository\'s snapshot)', (text: string) => text.replace(/"tree":"[0-9a-f]{40}"/, `"tree":"${'1'.repeat(40)}"`).replace(/"head":"[0-9a-f]{40}"/, `"head":"${'2'.repeat(40)}"`)],
-    ['another format', (text: string) => text.replace('"knowledgeIndexSnapshot":1', '"knowledgeIndexSnapshot":99')],
+    ['a file cut at the end of a line (fewer items than its header counts)', (text: string) => text.split('\n').slice(0, -3).join('\n') + '\n'],
+    ['a line holding two values', (text: string) => text.replace(/\n(\[[^\n]*\])\n/, '\n$1,[]\n')],
+    ['another format', (text: string) => text.replace(/"knowledgeIndexSnapshot":\d+/, '"knowledgeIndexSnapshot":99')],
   ] as const) {
     it(`${label} is set aside: the index is rebuilt from git and a good snapshot written`, async () => {
       const expected = await rebuilt();
       await fs.writeFile(SNAPSHOT, damage(await fs.readFile(SNAPSHOT, 'utf8')));
       const repo = await open();
       expect(state(repo)).to.deep.equal(expected);
-      expect((JSON.parse(await fs.readFile(SNAPSHOT, 'utf8')) as { head: string }).head).to.equal(expected.head);
+      expect((await saved()).head).to.equal(expected.head);
       await repo.close();
     });
   }
+
+  it('reads a snapshot of format 1 (one JSON object) without a rebuild, and saves it again as format 2', async () => {
+    const expected = await rebuilt();
+    const now = await saved();
+    // What an earlier version wrote for the same head.
+    await fs.writeFile(SNAPSHOT, JSON.stringify({ knowledgeIndexSnapshot: 1, head: now.head, tree: now.tree, items: now.items, rules: now.rules }));
+    packReads.clear();
+    const repo = await open();
+    expect(packReads.packsRead, 'packs read at start: the head tree only, no record').to.equal(1);
+    expect(state(repo)).to.deep.equal(expected);
+    await repo.close();
+    const again = await saved();
+    expect(again.format).to.equal(2);
+    expect(again.items).to.deep.equal(now.items);
+  });
 
   it('reads back every record as written, its repeated strings shared: authors, changed and unchanged times, deletions', async () => {
     const file = new IndexSnapshotFile(fs, GITDIR, silentLogger);
@@ -164,7 +189,7 @@ describe('storage/indexSnapshot (memfs)', () => {
     for (let round = 0; round < 41; round++) {
       await Promise.all(Array.from({ length: 256 }, (_, i) => repo.write((v) => putIntent(v, `bulk/${i}.md`, `round ${round}`))));
     }
-    const during = JSON.parse(await fs.readFile(SNAPSHOT, 'utf8')) as { head: string };
+    const during = await saved();
     expect(await fs.readFile(SNAPSHOT, 'utf8')).to.not.equal(before);
     expect(during.head).to.not.equal(repo.headCommit);
     await repo.close();
