@@ -3,7 +3,7 @@ import type { HistoryEntry } from '../storage/repo/historyLog.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { requireRole } from './access.js';
 import type { ChangeView } from './changes.js';
-import { loadCommitChanges, rememberPublished, visibleChanges, type CommitChanges, type KnownRecords } from './commitChanges.js';
+import { loadCommitChanges, rememberBefore, rememberPublished, visibleChanges, type CommitChanges, type KnownRecords } from './commitChanges.js';
 import { requireOwnCommit } from './history.js';
 import type { Actor } from './keys.js';
 
@@ -119,6 +119,11 @@ export class EventFeed {
       );
       repo.addView({
         name: 'event stream',
+        // Staged before the index moves: the records before the batch are still today's (see rememberBefore).
+        stage: async (batch) => {
+          if (listeners.size > 0) rememberBefore(repo, batch.parent, batch.commits, this.known);
+          return null;
+        },
         published: (batch) => {
           if (listeners.size === 0) return;
           rememberPublished(repo, batch.commits, this.known);
