@@ -64,7 +64,7 @@ export interface Config {
   metrics: MetricsAccess;
   /** GET /files: the memory downloads may hold at once (KNOWLEDGE_DOWNLOAD_MEMORY_MB) and how long one may stall. */
   fileDownloads: FileDownloadSettings;
-  /** GET /events (KNOWLEDGE_EVENT_STREAMS_PER_KEY, KNOWLEDGE_EVENT_STREAMS_PER_ORG, KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND, KNOWLEDGE_EVENT_FANOUT; the rest are fixed defaults). */
+  /** GET /events (KNOWLEDGE_EVENT_STREAMS_PER_KEY, KNOWLEDGE_EVENT_STREAMS_PER_ORG, KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND, KNOWLEDGE_EVENT_FANOUT, KNOWLEDGE_EVENT_FANOUT_PRIORITY; the rest are fixed defaults). */
   eventStreams: EventStreamSettings;
   /** Webhook delivery (README, Events). */
   webhooks: WebhookSettings;
@@ -178,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     streamsPerOrg: integer(env.KNOWLEDGE_EVENT_STREAMS_PER_ORG || undefined, EVENT_STREAM_DEFAULTS.streamsPerOrg, 'KNOWLEDGE_EVENT_STREAMS_PER_ORG', 1, 100_000),
     streamWritesPerSecond: integer(env.KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND || undefined, EVENT_STREAM_DEFAULTS.streamWritesPerSecond, 'KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND', 10, 10_000_000),
     fanOut: fanOutSetting(env.KNOWLEDGE_EVENT_FANOUT || 'process'),
+    fanOutPriority: fanOutPrioritySetting(env.KNOWLEDGE_EVENT_FANOUT_PRIORITY || 'idle'),
   };
   const fileDownloads: FileDownloadSettings = {
     ...FILE_DOWNLOAD_DEFAULTS,
@@ -288,6 +289,12 @@ function origins(raw: string | undefined): string[] {
     if (canonical !== origin) throw new ConfigError(`KNOWLEDGE_ALLOWED_ORIGINS must list origins like https://app.example.com, without a path or a trailing slash (got "${origin}")`);
   }
   return list;
+}
+
+/** The fan-out process's priority (KNOWLEDGE_EVENT_FANOUT_PRIORITY): the idle class while it keeps up, or niceness +10 alone. */
+function fanOutPrioritySetting(value: string): 'idle' | 'nice' {
+  if (value !== 'idle' && value !== 'nice') throw new ConfigError(`KNOWLEDGE_EVENT_FANOUT_PRIORITY must be idle or nice (got "${value}")`);
+  return value;
 }
 
 /** Who writes the event streams (KNOWLEDGE_EVENT_FANOUT): a process apart from the writer, or the server's own. */

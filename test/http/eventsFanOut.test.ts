@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { getPriority } from 'node:os';
 import net from 'node:net';
 import { expect } from 'chai';
 import { createLogger } from '../../src/common/log.js';
+import { schedulingPolicyOf } from '../../src/http/events/fanOutScheduling.js';
 import { EVENT_STREAM_DEFAULTS } from '../../src/http/events/streamLimits.js';
 import { ensureBuilt, killAllChildren, spawnServe } from '../support/child.js';
 import { SseClient } from '../support/sse.js';
@@ -53,6 +55,14 @@ async function until(what: string, done: () => boolean, ms = 20_000): Promise<vo
   }
 }
 
+async function untilAsync(what: string, done: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 function open(server: TestServer, key: string, headers: Record<string, string> = {}): Promise<SseClient> {
   return SseClient.open(urlOf(server, '/events'), { Authorization: `Bearer ${key}`, ...headers });
 }
@@ -90,6 +100,8 @@ describe('HTTP events: the fan-out process', function () {
     expect(parentOf(first as number)).to.equal(process.pid);
     // At a lower priority than the server (niceness +10, at most 19): on busy cores the writers come first.
     expect(nicenessOf(first as number)).to.equal(Math.min(19, getPriority() + 10));
+    // And in Linux's idle class (fanOutScheduling.ts), set by the process itself once it has started.
+    await untilAsync('the fan-out process in the idle class', async () => (await schedulingPolicyOf(first as number, (p) => readFile(p, 'utf8'))) === 'idle');
 
     process.kill(first as number, 'SIGKILL');
     await a.waitForEnd();
@@ -171,6 +183,20 @@ describe('HTTP events: the fan-out process', function () {
     expect((await client.waitFor(1)).map((e) => e.id)).to.deep.equal([a]);
     expect(startedPids(lines)).to.have.length(1);
     expect(lines.filter((line) => line.includes(RESTARTING) || line.includes('event fan-out process failed'))).to.deep.equal([]);
+  });
+
+  it('KNOWLEDGE_EVENT_FANOUT_PRIORITY=nice: the fan-out process keeps the normal class, at niceness +10', async () => {
+    const lines: string[] = [];
+    const settings = { ...EVENT_STREAM_DEFAULTS, streamsPerKey: 10, streamsPerOrg: 1000, heartbeatMs: 15_000, bufferBytes: 256 * 1024, slowReaderMs: 30_000 };
+    server = await startTestServer({ logger: createLogger({ level: 'info', write: (line) => lines.push(line) }), config: { eventStreams: { ...settings, fanOutPriority: 'nice' } } });
+    const client = track(await open(server, server.adminKey));
+    await put(server, server.adminKey, 'nice/a.md', { content: 'a' });
+    expect(await client.waitFor(1)).to.have.length(1);
+    const [pid] = startedPids(lines);
+    // Given the time the idle class takes to be set with the default (above: polled, at most a few ms).
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await schedulingPolicyOf(pid as number, (p) => readFile(p, 'utf8'))).to.equal('normal');
+    expect(nicenessOf(pid as number)).to.equal(Math.min(19, getPriority() + 10));
   });
 
   it('KNOWLEDGE_EVENT_FANOUT=server: the same loop in the server process, and the connection is kept after the stream', async () => {

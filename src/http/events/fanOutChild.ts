@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FromFanOut, ToFanOut } from './fanOutMessages.js';
 import { FanOutStreams } from './fanOutStreams.js';
+import { chrtSetClass, FanOutScheduling } from './fanOutScheduling.js';
 import type { EventStreamSettings } from './streamLimits.js';
 
 /*
@@ -28,3 +29,18 @@ process.on('uncaughtException', (err) => {
   setTimeout(() => process.exit(1), 1000).unref();
 });
 send({ type: 'ready' });
+
+if (settings.fanOutPriority !== 'nice' && process.platform === 'linux') {
+  const scheduling = new FanOutScheduling({
+    setClass: chrtSetClass(process.pid),
+    now: () => performance.now(),
+    every: (ms, fn) => {
+      const timer = setInterval(fn, ms);
+      // The watchdog alone keeps no process alive: the channel's end still ends it.
+      timer.unref();
+      return { stop: () => clearInterval(timer) };
+    },
+    log: (level, msg, fields) => send({ type: 'log', level, msg, fields }),
+  });
+  void scheduling.start();
+}

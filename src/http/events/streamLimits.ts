@@ -24,6 +24,11 @@ export interface EventStreamSettings {
    * fanOutHost.ts), or `server`, the server process itself (streamHost.ts).
    */
   fanOut?: 'process' | 'server';
+  /**
+   * The fan-out process's priority (KNOWLEDGE_EVENT_FANOUT_PRIORITY): `idle`, Linux's SCHED_IDLE class while it
+   * keeps up (fanOutScheduling.ts), or `nice`, the server's niceness +10 alone.
+   */
+  fanOutPriority?: 'idle' | 'nice';
 }
 
 export const EVENT_STREAM_DEFAULTS: EventStreamSettings = {

@@ -1,0 +1,116 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { expect } from 'chai';
+import { CHECK_MS, chrtSetClass, FanOutScheduling, NORMAL_MS, schedulingPolicyOf, STARVED_MS, type SchedulingClass } from '../../src/http/events/fanOutScheduling.js';
+
+/** A clock and a timer the test moves by hand, and every class set and line logged. */
+function fakeDeps(failing: SchedulingClass[] = []): {
+  deps: ConstructorParameters<typeof FanOutScheduling>[0];
+  set: SchedulingClass[];
+  logs: string[];
+  tick: (ms: number) => Promise<void>;
+  stopped: () => boolean;
+} {
+  let now = 1_000;
+  let fn: (() => void) | null = null;
+  let stopped = false;
+  const set: SchedulingClass[] = [];
+  const logs: string[] = [];
+  return {
+    set,
+    logs,
+    stopped: () => stopped,
+    deps: {
+      setClass: async (cls) => {
+        if (failing.includes(cls)) throw new Error('chrt: not permitted');
+        set.push(cls);
+      },
+      now: () => now,
+      every: (ms, f) => {
+        expect(ms).to.equal(CHECK_MS);
+        fn = f;
+        return { stop: () => (stopped = true) };
+      },
+      log: (level, msg) => logs.push(`${level} ${msg}`),
+    },
+    // The timer fires once, `ms` after its last run (a starved process runs it late), then the switch settles.
+    tick: async (ms) => {
+      now += ms;
+      fn?.();
+      await new Promise((r) => setImmediate(r));
+    },
+  };
+}
+
+describe('HTTP events: the fan-out process in the idle class (fanOutScheduling)', () => {
+  it('goes to the idle class at start and stays there while its timer runs on time', async () => {
+    const f = fakeDeps();
+    const scheduling = new FanOutScheduling(f.deps);
+    await scheduling.start();
+    for (let i = 0; i < 100; i++) await f.tick(CHECK_MS + 20);
+    expect(f.set).to.deep.equal(['idle']);
+    expect(scheduling.schedulingClass).to.equal('idle');
+    expect(f.logs).to.deep.equal([]);
+  });
+
+  it('once starved (its timer a second late), goes back to the normal class, and tries the idle class again after a while', async () => {
+    const f = fakeDeps();
+    const scheduling = new FanOutScheduling(f.deps);
+    await scheduling.start();
+    await f.tick(CHECK_MS + STARVED_MS - 1);
+    expect(scheduling.schedulingClass, 'just under the bound').to.equal('idle');
+    await f.tick(CHECK_MS + STARVED_MS);
+    expect(scheduling.schedulingClass).to.equal('normal');
+    expect(f.logs).to.have.length(1);
+    expect(f.logs[0]).to.match(/^warn event fan-out process waited for a core/);
+    // Late again while in the normal class: nothing more to do.
+    await f.tick(CHECK_MS + 5 * STARVED_MS);
+    for (let t = 0; t < NORMAL_MS - 6 * STARVED_MS; t += CHECK_MS) await f.tick(CHECK_MS);
+    expect(scheduling.schedulingClass, 'before NORMAL_MS has passed').to.equal('normal');
+    for (let t = 0; t < 2 * STARVED_MS; t += CHECK_MS) await f.tick(CHECK_MS);
+    expect(scheduling.schedulingClass).to.equal('idle');
+    expect(f.set).to.deep.equal(['idle', 'normal', 'idle']);
+    scheduling.stop();
+    expect(f.stopped()).to.equal(true);
+  });
+
+  it('keeps its class, and starts no watchdog, when the idle class cannot be had', async () => {
+    const f = fakeDeps(['idle']);
+    const scheduling = new FanOutScheduling(f.deps);
+    await scheduling.start();
+    await f.tick(CHECK_MS + 10 * STARVED_MS);
+    expect(f.set).to.deep.equal([]);
+    expect(scheduling.schedulingClass).to.equal('normal');
+    expect(f.logs).to.deep.equal(['info event fan-out process keeps its scheduling class (could not set idle)']);
+  });
+
+  it('a starved process that cannot go back to the normal class stays idle and says so', async () => {
+    const f = fakeDeps(['normal']);
+    const scheduling = new FanOutScheduling(f.deps);
+    await scheduling.start();
+    await f.tick(CHECK_MS + STARVED_MS);
+    expect(scheduling.schedulingClass).to.equal('idle');
+    expect(f.logs.at(-1)).to.equal('info event fan-out process keeps its scheduling class (could not set normal)');
+  });
+
+  // The real call, on a real process: what /proc says of it after chrt (util-linux; CI installs it with the base system).
+  it('chrt sets every thread of a process to SCHED_IDLE and back', async () => {
+    const child = spawn(process.execPath, ['-e', "process.stdout.write('up'); setInterval(() => {}, 1000)"], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      // Started, its threads with it (V8's platform threads start before any script runs).
+      await new Promise((resolve) => child.stdout.once('data', resolve));
+      const pid = child.pid as number;
+      const read = (path: string): Promise<string> => readFile(path, 'utf8');
+      expect(await schedulingPolicyOf(pid, read)).to.equal('normal');
+      await chrtSetClass(pid)('idle');
+      expect(await schedulingPolicyOf(pid, read)).to.equal('idle');
+      const threads = await readdir(`/proc/${pid}/task`);
+      expect(threads.length, 'node runs several threads').to.be.greaterThan(1);
+      for (const tid of threads) expect(await schedulingPolicyOf(Number(tid), read), `thread ${tid}`).to.equal('idle');
+      await chrtSetClass(pid)('normal');
+      expect(await schedulingPolicyOf(pid, read)).to.equal('normal');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
