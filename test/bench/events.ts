@@ -49,6 +49,16 @@ const LISTENERS_NICE = Number(process.env.LISTENERS_NICE ?? 0);
  * that what the listeners' own process costs the machine does not fall on the server's core.
  */
 const PIN = process.env.PIN === '1';
+/**
+ * `LISTENERS_SCHED=idle` puts the listeners' process in Linux's SCHED_IDLE class (chrt), a stronger form of
+ * LISTENERS_NICE: the stand-ins for clients on other machines then take only a core nobody else wants. The fan-out
+ * process's own class is the server's setting (KNOWLEDGE_EVENT_FANOUT_PRIORITY, passed through from this environment).
+ */
+const LISTENERS_SCHED = process.env.LISTENERS_SCHED;
+/** `TRACE_GC=1`: the server prints each garbage collection (traceGc.cjs); counted per kind of round at the end. */
+const TRACE_GC = process.env.TRACE_GC === '1';
+/** Resamplings of the rounds for the interval printed beside the added p50 and p95 (see `interval`). */
+const RESAMPLES = 2_000;
 /** `PROFILE=1` profiles the server (cpuProfile.mjs), warm-up and both kinds of round included. */
 const PROFILES = join(process.cwd(), '.tmp', 'bench', 'profiles');
 
@@ -79,6 +89,7 @@ interface Listeners {
 async function openListeners(base: string, key: string, count: number): Promise<Listeners> {
   const child = fork(fileURLToPath(new URL('./eventListeners.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   if (LISTENERS_NICE !== 0) setPriority(child.pid as number, LISTENERS_NICE);
+  if (LISTENERS_SCHED === 'idle') execFileSync('chrt', ['-a', '--idle', '-p', '0', String(child.pid)], { stdio: 'ignore' });
   const reply = <T>(send: unknown): Promise<T> =>
     new Promise((resolve, reject) => {
       const exited = (code: number | null): void => reject(new Error(`listeners exited with ${code}`));
@@ -129,6 +140,37 @@ function fanOutOf(pid: number): number | undefined {
   return childrenOf(pid).find((child) => readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('fanOutChild'));
 }
 
+/**
+ * CPU time (ms) of a process's main thread and of its other threads together (V8's GC helpers, libuv's pool), from
+ * /proc/<pid>/task: what the listeners cost the server was once mostly garbage collection on the other threads.
+ */
+function threadsMs(pid: number): { main: number; others: number } {
+  const out = { main: 0, others: 0 };
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ms = (Number(fields[11]) + Number(fields[12])) * 10;
+      if (Number(tid) === pid) out.main += ms;
+      else out.others += ms;
+    } catch {
+      // a thread gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** Linux's scheduling class of a process (its main thread), from the 41st field of its stat line. */
+function policyOf(pid: number): string {
+  const policy = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[38]);
+  return policy === 5 ? 'SCHED_IDLE' : policy === 0 ? 'SCHED_OTHER' : `policy ${policy}`;
+}
+
+/** V8's --trace-gc lines in `text`, counted by kind (Scavenge, Mark-Compact, ...). */
+function gcKinds(text: string, into: Map<string, number>): void {
+  for (const m of text.matchAll(/ ms: ([A-Za-z-]+)/g)) into.set(m[1] as string, (into.get(m[1] as string) ?? 0) + 1);
+}
+
 function childrenOf(pid: number): number[] {
   const children: number[] = [];
   for (const entry of readdirSync('/proc')) {
@@ -148,6 +190,22 @@ function fanOutMs(pid: number | undefined): { all: number; sys: number } {
   return pid === undefined ? { all: 0, sys: 0 } : { all: cpuMs(pid), sys: sysMs(pid) };
 }
 
+/**
+ * A 95% interval of (q-quantile with listeners / q-quantile without − 1), by resampling the rounds of each kind
+ * with replacement: an A/A run (`events.ts 12 100 0`) varies by about ±10% at p95 from one run to the next, so a
+ * single figure alone says little about a 5% target.
+ */
+function interval(rounds: { without: number[][]; with: number[][] }, q: number): [number, number] {
+  const draw = (of: number[][]): number[] => {
+    const out: number[] = [];
+    for (let i = 0; i < of.length; i++) out.push(...(of[Math.floor(Math.random() * of.length)] as number[]));
+    return out;
+  };
+  const ratios: number[] = [];
+  for (let i = 0; i < RESAMPLES; i++) ratios.push(quantile(draw(rounds.with), q) / quantile(draw(rounds.without), q) - 1);
+  return [quantile(ratios, 0.025), quantile(ratios, 0.975)];
+}
+
 function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
@@ -159,7 +217,7 @@ try {
   const profile: Record<string, string> = process.env.PROFILE ? { NODE_OPTIONS: `--import ${pathToFileURL(join(import.meta.dirname, 'cpuProfile.mjs')).href}`, CPU_PROFILE_DIR: PROFILES } : {};
   if (process.env.PROFILE) mkdirSync(PROFILES, { recursive: true });
   // A full GC on SIGUSR2 before each timed round (see `pause`), unless SIGUSR2 writes the CPU profile instead.
-  const gc: Record<string, string> = process.env.PROFILE ? {} : GC_ON_SIGNAL;
+  const gc: Record<string, string> = process.env.PROFILE ? {} : TRACE_GC ? { NODE_OPTIONS: `${GC_ON_SIGNAL.NODE_OPTIONS} --require "${join(import.meta.dirname, 'traceGc.cjs')}"` } : GC_ON_SIGNAL;
   const server = await spawnServe(tmp.dir, 15_000, { KNOWLEDGE_EVENT_STREAMS_PER_KEY: String(LISTENERS + 10), KNOWLEDGE_RATE_LIMIT_PER_KEY: '0', LOG_LEVEL: 'warn', ...gc, ...profile });
   if (PIN) {
     // The server (and the fan-out process it forks at the first stream, which inherits this) on CPU 0; this
@@ -173,6 +231,15 @@ try {
   for (let i = 0; i < 100; i++) await next(); // warm-up
   const without: number[] = [];
   const withListeners: number[] = [];
+  /** The same latencies, a list per round, for the interval (resampled by round: the rounds differ more than their PUTs). */
+  const roundsOf = { without: [] as number[][], with: [] as number[][] };
+  const threads = { without: { main: 0, others: 0 }, with: { main: 0, others: 0 } };
+  const gcs = { without: new Map<string, number>(), with: new Map<string, number>() };
+  const addThreads = (into: { main: number; others: number }, t0: { main: number; others: number }): void => {
+    const t1 = threadsMs(server.pid);
+    into.main += t1.main - t0.main;
+    into.others += t1.others - t0.others;
+  };
   const lags: number[] = [];
   const cpu = { without: 0, with: 0, listeners: 0, client: 0, fanOut: 0, fanOutWithout: 0 };
   const sys = { without: 0, with: 0, fanOut: 0 };
@@ -202,8 +269,15 @@ try {
     const c0 = cpuMs(server.pid);
     const s0 = sysMs(server.pid);
     const f0 = fanOutMs(fanOut);
-    for (let i = 0; i < PUTS; i++) without.push(await next());
+    const t0 = threadsMs(server.pid);
+    const out0 = server.stdout().length;
+    const round: number[] = [];
+    for (let i = 0; i < PUTS; i++) round.push(await next());
     lastEnd = performance.now();
+    without.push(...round);
+    roundsOf.without.push(round);
+    addThreads(threads.without, t0);
+    gcKinds(server.stdout().slice(out0), gcs.without);
     cpu.without += cpuMs(server.pid) - c0;
     sys.without += sysMs(server.pid) - s0;
     cpu.fanOutWithout += fanOutMs(fanOut).all - f0.all;
@@ -230,11 +304,18 @@ try {
     const f0 = fanOutMs(fanOut);
     const l0 = cpuMs(listeners.pid);
     const b0 = cpuMs(process.pid);
+    const t0 = threadsMs(server.pid);
+    const out0 = server.stdout().length;
+    const round: number[] = [];
     for (let i = 0; i < PUTS; i++) {
-      withListeners.push(await next());
+      round.push(await next());
       done.push(performance.timeOrigin + performance.now());
     }
     lastEnd = performance.now();
+    withListeners.push(...round);
+    roundsOf.with.push(round);
+    addThreads(threads.with, t0);
+    gcKinds(server.stdout().slice(out0), gcs.with);
     // Every listener must have every commit of the round (the figure is only worth something if they did).
     const { ids, arrivals } = await everyHas(listeners, 1 + PUTS);
     cpu.with += cpuMs(server.pid) - c0;
@@ -273,11 +354,21 @@ try {
   const d50 = quantile(withListeners, 0.5) / quantile(without, 0.5) - 1;
   const d95 = quantile(withListeners, 0.95) / quantile(without, 0.95) - 1;
   console.log(`added by ${LISTENERS} listeners: p50 ${(d50 * 100).toFixed(1)}%, p95 ${(d95 * 100).toFixed(1)}% (target < ${TARGET * 100}%: ${d50 < TARGET && d95 < TARGET ? 'met' : 'NOT met'})`);
+  const i50 = interval(roundsOf, 0.5);
+  const i95 = interval(roundsOf, 0.95);
+  const pct = (v: number): string => `${(v * 100).toFixed(1)}%`;
+  console.log(`95% interval of the added (the rounds resampled ${RESAMPLES} times): p50 ${pct(i50[0])} to ${pct(i50[1])}, p95 ${pct(i95[0])} to ${pct(i95[1])}`);
+  const perPut = (ms: number, n: number): string => (ms / n).toFixed(2);
+  console.log(
+    `server CPU per PUT by thread: main ${perPut(threads.without.main, without.length)} -> ${perPut(threads.with.main, withListeners.length)} ms, ` +
+      `the others (GC helpers, libuv's pool) ${perPut(threads.without.others, without.length)} -> ${perPut(threads.with.others, withListeners.length)} ms`,
+  );
+  if (TRACE_GC) console.log(`garbage collections in the server, no listener: ${JSON.stringify(Object.fromEntries(gcs.without))}; with ${LISTENERS}: ${JSON.stringify(Object.fromEntries(gcs.with))}`);
   console.log(`server CPU per PUT: ${(cpu.without / without.length).toFixed(2)} ms with no listener, ${(cpu.with / withListeners.length).toFixed(2)} ms with ${LISTENERS} (what the listeners add to it: ${((cpu.with - cpu.without) / withListeners.length).toFixed(2)} ms per commit, of which ${((sys.with - sys.without) / withListeners.length).toFixed(2)} ms in the kernel)`);
   console.log(
     fanOut === undefined
       ? 'event fan-out process: none (this build writes the streams from the server process)'
-      : `event fan-out process (pid ${fanOut}) CPU per PUT: ${(cpu.fanOut / withListeners.length).toFixed(2)} ms with ${LISTENERS} listeners (${(sys.fanOut / withListeners.length).toFixed(2)} ms in the kernel), ${(cpu.fanOutWithout / without.length).toFixed(2)} ms with none; ` +
+      : `event fan-out process (pid ${fanOut}, ${policyOf(fanOut)}) CPU per PUT: ${(cpu.fanOut / withListeners.length).toFixed(2)} ms with ${LISTENERS} listeners (${(sys.fanOut / withListeners.length).toFixed(2)} ms in the kernel), ${(cpu.fanOutWithout / without.length).toFixed(2)} ms with none; ` +
         `per stream write ${((cpu.fanOut * 1000) / chunks).toFixed(1)} µs (${(sys.fanOut * 1000 / chunks).toFixed(1)} µs in the kernel; ${(chunks / LISTENERS / withListeners.length).toFixed(2)} writes per stream per PUT)`,
   );
   console.log(
@@ -287,7 +378,7 @@ try {
   // On a 2-core machine the listeners' own parsing competes with the server: it is shown, so that a result skewed by it is seen.
   console.log(`other processes' CPU per PUT with ${LISTENERS} listeners: listeners process ${(cpu.listeners / withListeners.length).toFixed(2)} ms, this bench client ${(cpu.client / withListeners.length).toFixed(2)} ms`);
   if (overran > 0) console.log(`the listeners' opening took longer than the ${PAUSE_MS} ms between rounds ${overran} times: those rounds started later (PAUSE_MS=... to change)`);
-  console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores; listeners' process niceness ${LISTENERS_NICE}${PIN ? '; pinned: server and fan-out on CPU 0, client and listeners on CPU 1' : ''}`);
+  console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores; listeners' process niceness ${LISTENERS_NICE}${LISTENERS_SCHED === 'idle' ? ', SCHED_IDLE' : ''}${PIN ? '; pinned: server and fan-out on CPU 0, client and listeners on CPU 1' : ''}`);
   console.log(`fan-out lag (PUT answered -> last of ${LISTENERS} listeners has the event): p50 ${quantile(lags, 0.5).toFixed(1)} ms, p95 ${quantile(lags, 0.95).toFixed(1)} ms`);
   if (process.env.PROFILE) {
     // The fan-out process inherits the preload (NODE_OPTIONS): its profile is written too.
