@@ -93,6 +93,22 @@ describe('HTTP events: the fan-out process in the idle class (fanOutScheduling)'
     expect(f.logs.at(-1)).to.equal('info event fan-out process keeps its scheduling class (could not set normal)');
   });
 
+  it('back in the normal class and refused the idle class, tries again only after the same while', async () => {
+    const failing: SchedulingClass[] = [];
+    const f = fakeDeps(failing);
+    const scheduling = new FanOutScheduling(f.deps);
+    await scheduling.start();
+    await f.tick(CHECK_MS + STARVED_MS);
+    expect(scheduling.schedulingClass).to.equal('normal');
+    failing.push('idle');
+    for (let t = 0; t <= 3 * NORMAL_MS; t += CHECK_MS) await f.tick(CHECK_MS);
+    // One refused try per NORMAL_MS, not one per check.
+    expect(f.logs.filter((line) => line.includes('could not set idle'))).to.have.length(3);
+    failing.length = 0;
+    for (let t = 0; t <= NORMAL_MS; t += CHECK_MS) await f.tick(CHECK_MS);
+    expect(scheduling.schedulingClass).to.equal('idle');
+  });
+
   // The real call, on a real process: what /proc says of it after chrt (util-linux; CI installs it with the base system).
   it('chrt sets every thread of a process to SCHED_IDLE and back', async () => {
     const child = spawn(process.execPath, ['-e', "process.stdout.write('up'); setInterval(() => {}, 1000)"], { stdio: ['ignore', 'pipe', 'ignore'] });

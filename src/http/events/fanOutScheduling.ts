@@ -78,15 +78,15 @@ export class FanOutScheduling {
     try {
       await this.deps.setClass(cls);
       this.current = cls;
-      this.since = this.deps.now();
       return true;
     } catch (err) {
       this.deps.log('info', `event fan-out process keeps its scheduling class (could not set ${cls})`, { error: String(err) });
       return false;
     } finally {
       this.changing = false;
-      // The time spent switching (chrt starts, at idle priority) is not lateness.
-      this.last = this.deps.now();
+      // The time spent switching (chrt starts, at idle priority) is not lateness; a try that failed is not made
+      // again before NORMAL_MS either (one chrt and one log line per check otherwise).
+      this.last = this.since = this.deps.now();
     }
   }
 }
