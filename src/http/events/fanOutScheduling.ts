@@ -7,8 +7,10 @@ import { execFile } from 'node:child_process';
  * Why not niceness alone: the fan-out process already ran at the server's niceness +10, yet on 2 cores the PUTs
  * that arrived while a wake-up's 200 socket writes ran waited for them (test/bench/events.ts: PUT p95 +19-22% with
  * 200 listeners, the median within 5%). A woken task of the normal class preempts a SCHED_IDLE one at once
- * (the scheduler's wake-up check), where a niced one keeps the core for the rest of its slice; measured in the same
- * bench, the p95 came within the ±10% the bench varies by with no listener at all (README, Events, Figures).
+ * (the scheduler's wake-up check), where a niced one may keep the core for the rest of its slice. Measured in the
+ * same bench it leans better (median added p95 +4% over six runs against +11% over five at niceness +10), though the
+ * runs overlap and the bench's own spread at p95 (no listener on either side) is about as large (README, Events,
+ * Figures): kept for the mechanism, and because nothing measured it worse.
  *
  * Why a watchdog: a SCHED_IDLE task gets almost no CPU while every core is busy with others (weight 3 against
  * 1,024), so a server whose cores are all busy would send no event and no heartbeat for as long as that lasts. A
