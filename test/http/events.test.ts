@@ -206,9 +206,26 @@ describe('HTTP events: GET /events (Server-Sent Events)', function () {
     const fast = await track(open(server, admin, `?since=${since}`));
     await fast.waitFor(ROUNDS, 60_000);
     fast.close();
-    const client = await track(open(server, admin, `?since=${since}`, {}, { paused: true }));
-    // The server stops walking once its buffer is full, waits slowReaderMs (500 ms) for the client, then ends the stream.
-    await new Promise((r) => setTimeout(r, 2000));
+    // The slow stream on a key of its own, whose other two slots (streamsPerKey: 3) are held by readers that keep up.
+    const own = await server.key('admin');
+    const client = await track(open(server, own, `?since=${since}`, {}, { paused: true }));
+    await track(open(server, own));
+    await track(open(server, own));
+    // The server stops walking once its buffer is full, waits slowReaderMs (500 ms) for the client, then ends the
+    // stream. How long the walk takes to fill the buffer varies (the first commits' facts may be read from git
+    // again: 21 commits of 1,000 items are more than the feed keeps): the client stays paused until the server has
+    // ended its stream, which frees its slot. A fixed 2 s pause was too short on a slower run, and a stream resumed
+    // before the buffer filled is never slow.
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const probe = await open(server, own);
+      const status = probe.status;
+      probe.close();
+      if (status === 200) break;
+      expect(status, 'a fourth stream of the key while its three are open').to.equal(429);
+      if (Date.now() > deadline) throw new Error('the slow stream was not ended within 60 s');
+      await new Promise((r) => setTimeout(r, 200));
+    }
     client.res?.resume();
     await client.waitForEnd(20_000);
     const last = client.events.at(-1);
