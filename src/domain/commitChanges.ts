@@ -1,4 +1,4 @@
-import type { HistoryEntry, ItemChange } from '../storage/repo/historyLog.js';
+import { itemChanges, type HistoryEntry, type ItemChange } from '../storage/repo/historyLog.js';
 import type { FolderRule, ItemRecord } from '../storage/repo/itemRecord.js';
 import type { OrgRepo } from '../storage/repo/orgRepo.js';
 import { canSee, type RuleSource } from './access.js';
@@ -58,7 +58,7 @@ export async function loadCommitChanges(repo: OrgRepo, entry: HistoryEntry, know
   // The organization's first commit holds no item.
   if (entry.parent === null) return base;
   const parent = entry.parent;
-  const changes = entry.items ?? (entry.item ? [entry.item] : []);
+  const changes = itemChanges(entry);
   // Today's rules are copied now, before anything is awaited: read after the records' reads below, they could be
   // those of a folder rule published meanwhile (an item moved into a folder vanished from its move's event for a
   // role the next commit's rule then shut out of the folder).
@@ -126,7 +126,7 @@ function todaysAfter(repo: OrgRepo, entry: HistoryEntry, change: ItemChange): It
  */
 export function rememberPublished(repo: OrgRepo, commits: readonly HistoryEntry[], known: KnownRecords): void {
   for (const entry of commits) {
-    for (const change of entry.items ?? (entry.item ? [entry.item] : [])) {
+    for (const change of itemChanges(entry)) {
       const after = lastAfter(repo, entry, change);
       if (after !== undefined) known.set(`${repo.orgId}:${entry.commitId}:${change.path}`, after);
     }
@@ -157,7 +157,7 @@ export function rememberBefore(repo: OrgRepo, parent: string | null, commits: re
   if (parent === null || repo.headCommit !== parent || repo.history.head !== parent) return;
   const noted = new Set<string>();
   for (const entry of commits) {
-    for (const change of entry.items ?? (entry.item ? [entry.item] : [])) {
+    for (const change of itemChanges(entry)) {
       if (noted.has(change.id)) continue;
       noted.add(change.id);
       if (change.action === 'create' && change.from === undefined) continue;

@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../src/app/config.js';
 import { CHECK_MS, chrtSetClass, FanOutScheduling, NORMAL_MS, schedulingPolicyOf, STARVED_MS, type SchedulingClass } from '../../src/http/events/fanOutScheduling.js';
 
 /** A clock and a timer the test moves by hand, and every class set and line logged. */
@@ -9,17 +10,14 @@ function fakeDeps(failing: SchedulingClass[] = []): {
   set: SchedulingClass[];
   logs: string[];
   tick: (ms: number) => Promise<void>;
-  stopped: () => boolean;
 } {
   let now = 1_000;
   let fn: (() => void) | null = null;
-  let stopped = false;
   const set: SchedulingClass[] = [];
   const logs: string[] = [];
   return {
     set,
     logs,
-    stopped: () => stopped,
     deps: {
       setClass: async (cls) => {
         if (failing.includes(cls)) throw new Error('chrt: not permitted');
@@ -29,7 +27,6 @@ function fakeDeps(failing: SchedulingClass[] = []): {
       every: (ms, f) => {
         expect(ms).to.equal(CHECK_MS);
         fn = f;
-        return { stop: () => (stopped = true) };
       },
       log: (level, msg) => logs.push(`${level} ${msg}`),
     },
@@ -43,6 +40,12 @@ function fakeDeps(failing: SchedulingClass[] = []): {
 }
 
 describe('HTTP events: the fan-out process in the idle class (fanOutScheduling)', () => {
+  it('KNOWLEDGE_EVENT_FANOUT_PRIORITY is idle unless set to nice; any other value stops the start with a message', () => {
+    expect(loadConfig({}).eventStreams.fanOutPriority).to.equal('idle');
+    expect(loadConfig({ KNOWLEDGE_EVENT_FANOUT_PRIORITY: 'nice' }).eventStreams.fanOutPriority).to.equal('nice');
+    expect(() => loadConfig({ KNOWLEDGE_EVENT_FANOUT_PRIORITY: 'low' })).to.throw(ConfigError, 'KNOWLEDGE_EVENT_FANOUT_PRIORITY must be idle or nice (got "low")');
+  });
+
   it('goes to the idle class at start and stays there while its timer runs on time', async () => {
     const f = fakeDeps();
     const scheduling = new FanOutScheduling(f.deps);
@@ -70,8 +73,6 @@ describe('HTTP events: the fan-out process in the idle class (fanOutScheduling)'
     for (let t = 0; t < 2 * STARVED_MS; t += CHECK_MS) await f.tick(CHECK_MS);
     expect(scheduling.schedulingClass).to.equal('idle');
     expect(f.set).to.deep.equal(['idle', 'normal', 'idle']);
-    scheduling.stop();
-    expect(f.stopped()).to.equal(true);
   });
 
   it('keeps its class, and starts no watchdog, when the idle class cannot be had', async () => {

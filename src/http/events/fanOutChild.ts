@@ -34,12 +34,8 @@ if (settings.fanOutPriority !== 'nice' && process.platform === 'linux') {
   const scheduling = new FanOutScheduling({
     setClass: chrtSetClass(process.pid),
     now: () => performance.now(),
-    every: (ms, fn) => {
-      const timer = setInterval(fn, ms);
-      // The watchdog alone keeps no process alive: the channel's end still ends it.
-      timer.unref();
-      return { stop: () => clearInterval(timer) };
-    },
+    // The watchdog alone keeps no process alive: the channel's end still ends it.
+    every: (ms, fn) => void setInterval(fn, ms).unref(),
     log: (level, msg, fields) => send({ type: 'log', level, msg, fields }),
   });
   void scheduling.start();

@@ -33,7 +33,8 @@ export interface SchedulingDeps {
   /** Puts every thread of this process in that class; rejects when it cannot. */
   setClass(cls: SchedulingClass): Promise<void>;
   now(): number;
-  every(ms: number, fn: () => void): { stop(): void };
+  /** Calls `fn` every `ms` for the life of the process (the fan-out process never stops it: it exits instead). */
+  every(ms: number, fn: () => void): void;
   log(level: 'warn' | 'info', msg: string, fields: Record<string, unknown>): void;
 }
 
@@ -42,7 +43,6 @@ export class FanOutScheduling {
   private since = 0;
   private last = 0;
   private changing = false;
-  private timer: { stop(): void } | null = null;
 
   constructor(private readonly deps: SchedulingDeps) {}
 
@@ -50,12 +50,7 @@ export class FanOutScheduling {
   async start(): Promise<void> {
     if (!(await this.switchTo('idle'))) return;
     this.last = this.deps.now();
-    this.timer = this.deps.every(CHECK_MS, () => this.check());
-  }
-
-  stop(): void {
-    this.timer?.stop();
-    this.timer = null;
+    this.deps.every(CHECK_MS, () => this.check());
   }
 
   get schedulingClass(): SchedulingClass {
