@@ -26,7 +26,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ensureBuilt, killAllChildren, spawnServe } from '../support/child.js';
 import { tmpDir } from '../support/tmp.js';
-import { GC_ON_SIGNAL } from './machine.js';
+import { GC_ON_SIGNAL, threadsMs } from './machine.js';
 import { putItem } from './putRequest.js';
 
 const ROUNDS = Number(process.argv[2] ?? 6);
@@ -138,26 +138,6 @@ function sysMs(pid: number): number {
 /** The server's event fan-out process (none for a build without one, or with KNOWLEDGE_EVENT_FANOUT=server). */
 function fanOutOf(pid: number): number | undefined {
   return childrenOf(pid).find((child) => readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('fanOutChild'));
-}
-
-/**
- * CPU time (ms) of a process's main thread and of its other threads together (V8's GC helpers, libuv's pool), from
- * /proc/<pid>/task: what the listeners cost the server was once mostly garbage collection on the other threads.
- */
-function threadsMs(pid: number): { main: number; others: number } {
-  const out = { main: 0, others: 0 };
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ms = (Number(fields[11]) + Number(fields[12])) * 10;
-      if (Number(tid) === pid) out.main += ms;
-      else out.others += ms;
-    } catch {
-      // a thread gone meanwhile
-    }
-  }
-  return out;
 }
 
 /** Linux's scheduling class of a process (its main thread), from the 41st field of its stat line. */

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -210,4 +211,24 @@ export async function neighbourMeter(): Promise<() => Promise<number>> {
     for (const [key, cpu] of last) seconds += cpu - (first.get(key) ?? 0);
     return Math.max(0, (100 * seconds) / ((performance.now() - t) / 1000));
   };
+}
+
+/**
+ * CPU time (ms) of a process's main thread and of its other threads together (V8's GC helpers, libuv's pool), from
+ * /proc/<pid>/task: what the listeners cost the server was once mostly garbage collection on the other threads.
+ */
+export function threadsMs(pid: number): { main: number; others: number } {
+  const out = { main: 0, others: 0 };
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ms = (Number(fields[11]) + Number(fields[12])) * 10;
+      if (Number(tid) === pid) out.main += ms;
+      else out.others += ms;
+    } catch {
+      // a thread gone meanwhile
+    }
+  }
+  return out;
 }

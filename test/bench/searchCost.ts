@@ -19,7 +19,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { benchQueries } from './corpus.js';
 import { copyFixture, ensureFixture } from './fixtures.js';
 import { cpuPerRequestUs, describeLoad, runLoad, type LoadResult } from './load.js';
-import { loadAverage, memoryOf, setupPinning } from './machine.js';
+import { loadAverage, memoryOf, setupPinning, threadsMs } from './machine.js';
 import { logLine, measureGet, startAndProbe, stopServer } from './ours.js';
 import type { Served } from './processes.js';
 import { loadSettings, scriptOptions } from './settings.js';
@@ -59,6 +59,9 @@ async function serve(who: string, cli?: string, env: Record<string, string> = {}
   return served;
 }
 
+/** CPU ms of one thread group over a run, as µs per 2xx answer. */
+const perOk = (ms: number, run: LoadResult): string => ((ms * 1000) / Math.max(1, run.ok)).toFixed(0);
+
 const servers = new Map<string, Served>();
 try {
   servers.set('ours', await serve('ours', undefined, profile));
@@ -76,11 +79,13 @@ try {
       const next = () => ({ method: 'GET' as const, path: searchPath((rotating[n++ % rotating.length] as (typeof rotating)[number]).q) });
       const common = { url: served.url, key: docs.key, connections: CONNECTIONS, next, serverPid: served.pid };
       await runLoad({ ...common, durationS: WARMUP_S });
+      const t0 = threadsMs(served.pid);
       const s = await runLoad({ ...common, durationS: DURATION_S });
+      const t1 = threadsMs(served.pid);
       mine.search.push(s);
       const g = await measureGet({ served, key: docs.key, items: docs.items, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S });
       mine.get.push(g);
-      console.log(`round ${round}, ${who}: search ${s.okPerSecond.toFixed(0)} req/s, ${cpuPerRequestUs(s).toFixed(0)} µs CPU/request (${describeLoad(s)}); GET item ${g.okPerSecond.toFixed(0)} req/s, ${cpuPerRequestUs(g).toFixed(0)} µs CPU/request; load average ${await loadAverage()}`);
+      console.log(`round ${round}, ${who}: search ${s.okPerSecond.toFixed(0)} req/s, ${cpuPerRequestUs(s).toFixed(0)} µs CPU/request (main thread ${perOk(t1.main - t0.main, s)}, other threads ${perOk(t1.others - t0.others, s)} µs; ${describeLoad(s)}); GET item ${g.okPerSecond.toFixed(0)} req/s, ${cpuPerRequestUs(g).toFixed(0)} µs CPU/request; load average ${await loadAverage()}`);
     }
   }
   for (const [who, r] of results) {
