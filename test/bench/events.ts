@@ -50,6 +50,12 @@ const LISTENERS_NICE = Number(process.env.LISTENERS_NICE ?? 0);
  */
 const PIN = process.env.PIN === '1';
 /**
+ * `PIN_FANOUT=1`: the fan-out process on CPU 1 alone (taskset once it has started). With PIN=1 the server is then alone
+ * on CPU 0, so that what the listeners cost the server's own process is told apart from what the fan-out process
+ * beside it does to its core; without, the server's threads still go where the kernel puts them.
+ */
+const PIN_FANOUT = process.env.PIN_FANOUT === '1';
+/**
  * `LISTENERS_SCHED=idle` puts the listeners' process in Linux's SCHED_IDLE class (chrt), a stronger form of
  * LISTENERS_NICE: the stand-ins for clients on other machines then take only a core nobody else wants. The fan-out
  * process's own class is the server's setting (KNOWLEDGE_EVENT_FANOUT_PRIORITY, passed through from this environment).
@@ -267,6 +273,7 @@ try {
     const listeners = await openListeners(server.url, key, LISTENERS);
     // Started with the first stream, and kept (unless it died, which would show as a new pid).
     fanOut = fanOutOf(server.pid);
+    if (PIN_FANOUT && fanOut !== undefined) execFileSync('taskset', ['-a', '-cp', '1', String(fanOut)], { stdio: 'ignore' });
     // One commit, not timed, that every listener must get: then every stream has been handed to the fan-out
     // process and stands at the head. What is timed below is the steady state the target is about (listeners
     // connected, commits coming), not the opening of 200 streams, whose cost is measured here and printed apart.
@@ -358,7 +365,7 @@ try {
   // On a 2-core machine the listeners' own parsing competes with the server: it is shown, so that a result skewed by it is seen.
   console.log(`other processes' CPU per PUT with ${LISTENERS} listeners: listeners process ${(cpu.listeners / withListeners.length).toFixed(2)} ms, this bench client ${(cpu.client / withListeners.length).toFixed(2)} ms`);
   if (overran > 0) console.log(`the listeners' opening took longer than the ${PAUSE_MS} ms between rounds ${overran} times: those rounds started later (PAUSE_MS=... to change)`);
-  console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores; listeners' process niceness ${LISTENERS_NICE}${LISTENERS_SCHED === 'idle' ? ', SCHED_IDLE' : ''}${PIN ? '; pinned: server and fan-out on CPU 0, client and listeners on CPU 1' : ''}`);
+  console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores; listeners' process niceness ${LISTENERS_NICE}${LISTENERS_SCHED === 'idle' ? ', SCHED_IDLE' : ''}${PIN ? (PIN_FANOUT ? '; pinned: server on CPU 0, fan-out, client and listeners on CPU 1' : '; pinned: server and fan-out on CPU 0, client and listeners on CPU 1') : PIN_FANOUT ? '; fan-out process on CPU 1, the rest unpinned' : ''}`);
   console.log(`fan-out lag (PUT answered -> last of ${LISTENERS} listeners has the event): p50 ${quantile(lags, 0.5).toFixed(1)} ms, p95 ${quantile(lags, 0.95).toFixed(1)} ms`);
   if (process.env.PROFILE) {
     // The fan-out process inherits the preload (NODE_OPTIONS): its profile is written too.
