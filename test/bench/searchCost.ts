@@ -10,6 +10,8 @@
  * index before it is measured. `PROFILE=1` profiles our server (cpuProfile.mjs) into .tmp/bench/profiles/, one
  * profile per round of ours. Each server's VmRSS is read after the search bench's warm-up (its 100 queries) and a
  * full GC (gcOnSignal.cjs), as the search bench reads it: what two builds hold, side by side.
+ * Each search round also prints the server's CPU per request split into its main thread and the others (V8's GC
+ * helpers, libuv's pool), from /proc/<pid>/task.
  * `--no-match` asks words that are in no item instead (the same words, 'q' appended): what a search request
  * costs before the engine has anything to rank or snip, its floor.
  */
