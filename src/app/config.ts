@@ -167,8 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
   );
   const searchMsPerKey = perMinute(undefined, 'KNOWLEDGE_SEARCH_MS_PER_KEY', DEFAULTS.searchMsPerKey);
   const searchMsPerKeyBurst = burst(undefined, 'KNOWLEDGE_SEARCH_MS_PER_KEY_BURST', searchMsPerKey, DEFAULTS.searchMsPerKey, DEFAULTS.searchMsPerKeyBurst);
-  const searchSetting = pick(overrides.search, 'KNOWLEDGE_SEARCH') ?? (DEFAULTS.search ? 'on' : 'off');
-  if (searchSetting !== 'on' && searchSetting !== 'off') throw new ConfigError(`KNOWLEDGE_SEARCH must be on or off (got "${searchSetting}")`);
+  const searchSetting = oneOf('KNOWLEDGE_SEARCH', pick(overrides.search, 'KNOWLEDGE_SEARCH') ?? (DEFAULTS.search ? 'on' : 'off'), ['on', 'off']);
   const allowedOrigins = origins(pick(overrides.allowedOrigins, 'KNOWLEDGE_ALLOWED_ORIGINS'));
   const trustProxy = proxies(pick(overrides.trustProxy, 'KNOWLEDGE_TRUST_PROXY'));
   const metrics = metricsAccess(pick(overrides.metrics, 'KNOWLEDGE_METRICS') ?? DEFAULTS.metrics);
@@ -177,15 +176,16 @@ export function loadConfig(env: NodeJS.ProcessEnv, overrides: ConfigOverrides = 
     streamsPerKey: integer(env.KNOWLEDGE_EVENT_STREAMS_PER_KEY || undefined, EVENT_STREAM_DEFAULTS.streamsPerKey, 'KNOWLEDGE_EVENT_STREAMS_PER_KEY', 1, 100_000),
     streamsPerOrg: integer(env.KNOWLEDGE_EVENT_STREAMS_PER_ORG || undefined, EVENT_STREAM_DEFAULTS.streamsPerOrg, 'KNOWLEDGE_EVENT_STREAMS_PER_ORG', 1, 100_000),
     streamWritesPerSecond: integer(env.KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND || undefined, EVENT_STREAM_DEFAULTS.streamWritesPerSecond, 'KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND', 10, 10_000_000),
-    fanOut: fanOutSetting(env.KNOWLEDGE_EVENT_FANOUT || 'process'),
-    fanOutPriority: fanOutPrioritySetting(env.KNOWLEDGE_EVENT_FANOUT_PRIORITY || 'idle'),
+    // Who writes the streams: a process apart from the writer, or the server's own (README, Events).
+    fanOut: oneOf('KNOWLEDGE_EVENT_FANOUT', env.KNOWLEDGE_EVENT_FANOUT || 'process', ['process', 'server']),
+    // The fan-out process's priority: the idle class while it keeps up, or niceness +10 alone.
+    fanOutPriority: oneOf('KNOWLEDGE_EVENT_FANOUT_PRIORITY', env.KNOWLEDGE_EVENT_FANOUT_PRIORITY || 'idle', ['idle', 'nice']),
   };
   const fileDownloads: FileDownloadSettings = {
     ...FILE_DOWNLOAD_DEFAULTS,
     memoryBytes: integer(env.KNOWLEDGE_DOWNLOAD_MEMORY_MB || undefined, FILE_DOWNLOAD_DEFAULTS.memoryBytes / MIB, 'KNOWLEDGE_DOWNLOAD_MEMORY_MB', 1, 1024 * 1024) * MIB,
   };
-  const allowPrivate = env.KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE || 'off';
-  if (allowPrivate !== 'on' && allowPrivate !== 'off') throw new ConfigError(`KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE must be on or off (got "${allowPrivate}")`);
+  const allowPrivate = oneOf('KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE', env.KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE || 'off', ['on', 'off']);
   const webhooks: WebhookSettings = {
     allowPrivate: allowPrivate === 'on',
     retryBaseMs: integer(env.KNOWLEDGE_WEBHOOK_RETRY_BASE_MS || undefined, DEFAULTS.webhookRetryBaseMs, 'KNOWLEDGE_WEBHOOK_RETRY_BASE_MS', 10, 3_600_000),
@@ -291,14 +291,8 @@ function origins(raw: string | undefined): string[] {
   return list;
 }
 
-/** The fan-out process's priority (KNOWLEDGE_EVENT_FANOUT_PRIORITY): the idle class while it keeps up, or niceness +10 alone. */
-function fanOutPrioritySetting(value: string): 'idle' | 'nice' {
-  if (value !== 'idle' && value !== 'nice') throw new ConfigError(`KNOWLEDGE_EVENT_FANOUT_PRIORITY must be idle or nice (got "${value}")`);
-  return value;
-}
-
-/** Who writes the event streams (KNOWLEDGE_EVENT_FANOUT): a process apart from the writer, or the server's own. */
-function fanOutSetting(value: string): 'process' | 'server' {
-  if (value !== 'process' && value !== 'server') throw new ConfigError(`KNOWLEDGE_EVENT_FANOUT must be process or server (got "${value}")`);
-  return value;
+/** `value` when it is one of `allowed`; else the start stops: "<name> must be a, b or c (got "<value>")". */
+function oneOf<const T extends string>(name: string, value: string, allowed: readonly T[]): T {
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new ConfigError(`${name} must be ${allowed.slice(0, -1).join(', ')} or ${allowed.at(-1)} (got "${value}")`);
 }

@@ -18,12 +18,14 @@
  * wake-up gap of a few, as before the gap grew with the streams.
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync, fork, type Serializable } from 'node:child_process';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { schedulingPolicyOf } from '../../src/http/events/fanOutScheduling.js';
 import { ensureBuilt, killAllChildren, spawnServe } from '../support/child.js';
 import { tmpDir } from '../support/tmp.js';
 import { GC_ON_SIGNAL, threadsMs } from './machine.js';
@@ -146,11 +148,8 @@ function fanOutOf(pid: number): number | undefined {
   return childrenOf(pid).find((child) => readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('fanOutChild'));
 }
 
-/** Linux's scheduling class of a process (its main thread), from the 41st field of its stat line. */
-function policyOf(pid: number): string {
-  const policy = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[38]);
-  return policy === 5 ? 'SCHED_IDLE' : policy === 0 ? 'SCHED_OTHER' : `policy ${policy}`;
-}
+/** Linux's name of a scheduling class as schedulingPolicyOf reads it from /proc (the server's own reader). */
+const POLICY_NAMES = { idle: 'SCHED_IDLE', normal: 'SCHED_OTHER', other: 'another class' } as const;
 
 /** V8's --trace-gc lines in `text`, counted by kind (Scavenge, Mark-Compact, ...). */
 function gcKinds(text: string, into: Map<string, number>): void {
@@ -352,10 +351,11 @@ try {
   );
   if (TRACE_GC) console.log(`garbage collections in the server, no listener: ${JSON.stringify(Object.fromEntries(gcs.without))}; with ${LISTENERS}: ${JSON.stringify(Object.fromEntries(gcs.with))}`);
   console.log(`server CPU per PUT: ${(cpu.without / without.length).toFixed(2)} ms with no listener, ${(cpu.with / withListeners.length).toFixed(2)} ms with ${LISTENERS} (what the listeners add to it: ${((cpu.with - cpu.without) / withListeners.length).toFixed(2)} ms per commit, of which ${((sys.with - sys.without) / withListeners.length).toFixed(2)} ms in the kernel)`);
+  const fanOutPolicy = fanOut === undefined ? null : await schedulingPolicyOf(fanOut, (path) => readFile(path, 'utf8'));
   console.log(
     fanOut === undefined
       ? 'event fan-out process: none (this build writes the streams from the server process)'
-      : `event fan-out process (pid ${fanOut}, ${policyOf(fanOut)}) CPU per PUT: ${(cpu.fanOut / withListeners.length).toFixed(2)} ms with ${LISTENERS} listeners (${(sys.fanOut / withListeners.length).toFixed(2)} ms in the kernel), ${(cpu.fanOutWithout / without.length).toFixed(2)} ms with none; ` +
+      : `event fan-out process (pid ${fanOut}, ${fanOutPolicy ? POLICY_NAMES[fanOutPolicy] : 'class unknown'}) CPU per PUT: ${(cpu.fanOut / withListeners.length).toFixed(2)} ms with ${LISTENERS} listeners (${(sys.fanOut / withListeners.length).toFixed(2)} ms in the kernel), ${(cpu.fanOutWithout / without.length).toFixed(2)} ms with none; ` +
         `per stream write ${((cpu.fanOut * 1000) / chunks).toFixed(1)} µs (${(sys.fanOut * 1000 / chunks).toFixed(1)} µs in the kernel; ${(chunks / LISTENERS / withListeners.length).toFixed(2)} writes per stream per PUT)`,
   );
   console.log(

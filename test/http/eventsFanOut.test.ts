@@ -47,15 +47,7 @@ function parentOf(pid: number): number {
 }
 
 /** Polls `done` until it holds; fails with `what` after `ms` (a bound on a wait, not a speed goal). */
-async function until(what: string, done: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function untilAsync(what: string, done: () => Promise<boolean>, ms = 20_000): Promise<void> {
+async function until(what: string, done: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await done())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -101,7 +93,7 @@ describe('HTTP events: the fan-out process', function () {
     // At a lower priority than the server (niceness +10, at most 19): on busy cores the writers come first.
     expect(nicenessOf(first as number)).to.equal(Math.min(19, getPriority() + 10));
     // And in Linux's idle class (fanOutScheduling.ts), set by the process itself once it has started.
-    await untilAsync('the fan-out process in the idle class', async () => (await schedulingPolicyOf(first as number, (p) => readFile(p, 'utf8'))) === 'idle');
+    await until('the fan-out process in the idle class', async () => (await schedulingPolicyOf(first as number, (p) => readFile(p, 'utf8'))) === 'idle');
 
     process.kill(first as number, 'SIGKILL');
     await a.waitForEnd();

@@ -46,6 +46,12 @@ describe('HTTP events: the fan-out process in the idle class (fanOutScheduling)'
     expect(() => loadConfig({ KNOWLEDGE_EVENT_FANOUT_PRIORITY: 'low' })).to.throw(ConfigError, 'KNOWLEDGE_EVENT_FANOUT_PRIORITY must be idle or nice (got "low")');
   });
 
+  it('KNOWLEDGE_EVENT_FANOUT is process unless set to server; any other value stops the start with a message', () => {
+    expect(loadConfig({}).eventStreams.fanOut).to.equal('process');
+    expect(loadConfig({ KNOWLEDGE_EVENT_FANOUT: 'server' }).eventStreams.fanOut).to.equal('server');
+    expect(() => loadConfig({ KNOWLEDGE_EVENT_FANOUT: 'thread' })).to.throw(ConfigError, 'KNOWLEDGE_EVENT_FANOUT must be process or server (got "thread")');
+  });
+
   it('goes to the idle class at start and stays there while its timer runs on time', async () => {
     const f = fakeDeps();
     const scheduling = new FanOutScheduling(f.deps);

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../src/app/config.js';
 import { Receiver } from '../support/receiver.js';
 import { SseClient } from '../support/sse.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
@@ -93,6 +94,12 @@ describe('HTTP webhooks: /webhooks', function () {
     expect((list.body?.data as { webhooks: unknown[] }).webhooks).to.deep.equal([]);
     expectError(await api(urlOf(server, '/webhooks/wh_nope/deliveries'), { key: admin }), 404, 'Webhook not found');
     expectError(await api(urlOf(server, '/webhooks/wh_nope'), { method: 'DELETE', key: admin }), 404, 'Webhook not found');
+  });
+
+  it('KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE is off unless on; any other value stops the start with a message', () => {
+    expect(loadConfig({}).webhooks.allowPrivate).to.equal(false);
+    expect(loadConfig({ KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE: 'on' }).webhooks.allowPrivate).to.equal(true);
+    expect(() => loadConfig({ KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE: 'yes' })).to.throw(ConfigError, 'KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE must be on or off (got "yes")');
   });
 
   it('refuses a private address unless KNOWLEDGE_WEBHOOK_ALLOW_PRIVATE is on', async () => {
