@@ -17,7 +17,7 @@
  * `KNOWLEDGE_EVENT_STREAM_WRITES_PER_SECOND=4000` (passed on to the server) gives 200 streams the 50 ms
  * wake-up gap of a few, as before the gap grew with the streams.
  */
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
@@ -176,18 +176,26 @@ function fanOutMs(pid: number | undefined): { all: number; sys: number } {
 }
 
 /**
- * A 95% interval of (q-quantile with listeners / q-quantile without − 1), by resampling the rounds of each kind
- * with replacement: an A/A run (`events.ts 12 100 0`) varies by about ±10% at p95 from one run to the next, so a
- * single figure alone says little about a 5% target.
+ * A 95% interval of (q-quantile with listeners / q-quantile without − 1), by resampling the rounds with
+ * replacement: an A/A run (`events.ts 12 100 0`) varies by about ±10% at p95 from one run to the next, so a
+ * single figure alone says little about a 5% target. `paired` draws the pairs (round k of each kind, run
+ * back to back): the design alternates the kinds so that the machine's drift falls on both alike, and drawing
+ * the kinds apart counts that drift as if it were noise between them. Unpaired, as before, for comparison.
  */
-function interval(rounds: { without: number[][]; with: number[][] }, q: number): [number, number] {
-  const draw = (of: number[][]): number[] => {
-    const out: number[] = [];
-    for (let i = 0; i < of.length; i++) out.push(...(of[Math.floor(Math.random() * of.length)] as number[]));
-    return out;
-  };
+function interval(rounds: { without: number[][]; with: number[][] }, q: number, paired: boolean): [number, number] {
+  const pairs = Math.min(rounds.with.length, rounds.without.length);
   const ratios: number[] = [];
-  for (let i = 0; i < RESAMPLES; i++) ratios.push(quantile(draw(rounds.with), q) / quantile(draw(rounds.without), q) - 1);
+  for (let i = 0; i < RESAMPLES; i++) {
+    const withDrawn: number[] = [];
+    const withoutDrawn: number[] = [];
+    for (let k = 0; k < pairs; k++) {
+      const a = Math.floor(Math.random() * pairs);
+      const b = paired ? a : Math.floor(Math.random() * pairs);
+      withDrawn.push(...(rounds.with[a] as number[]));
+      withoutDrawn.push(...(rounds.without[b] as number[]));
+    }
+    ratios.push(quantile(withDrawn, q) / quantile(withoutDrawn, q) - 1);
+  }
   return [quantile(ratios, 0.025), quantile(ratios, 0.975)];
 }
 
@@ -226,7 +234,7 @@ try {
     into.others += t1.others - t0.others;
   };
   const lags: number[] = [];
-  const cpu = { without: 0, with: 0, listeners: 0, client: 0, fanOut: 0, fanOutWithout: 0 };
+  const cpu = { without: 0, with: 0, tail: 0, listeners: 0, listenersDuring: 0, client: 0, fanOut: 0, fanOutWithout: 0 };
   const sys = { without: 0, with: 0, fanOut: 0 };
   const opened = { server: 0, fanOut: 0, fanOutRounds: 0 };
   let chunks = 0;
@@ -302,10 +310,15 @@ try {
     roundsOf.with.push(round);
     addThreads(threads.with, t0);
     gcKinds(server.stdout().slice(out0), gcs.with);
+    // The server's CPU up to the round's last PUT, as a round without listeners counts it: what follows (the last
+    // wake-up's turn, and whatever the server does once its writes stop) is counted apart, as the tail.
+    const c1 = cpuMs(server.pid);
+    cpu.with += c1 - c0;
+    cpu.listenersDuring += cpuMs(listeners.pid) - l0;
+    sys.with += sysMs(server.pid) - s0;
     // Every listener must have every commit of the round (the figure is only worth something if they did).
     const { ids, arrivals } = await everyHas(listeners, 1 + PUTS);
-    cpu.with += cpuMs(server.pid) - c0;
-    sys.with += sysMs(server.pid) - s0;
+    cpu.tail += cpuMs(server.pid) - c1;
     const f1 = fanOutMs(fanOut);
     cpu.fanOut += f1.all - f0.all;
     sys.fanOut += f1.sys - f0.sys;
@@ -340,33 +353,40 @@ try {
   const d50 = quantile(withListeners, 0.5) / quantile(without, 0.5) - 1;
   const d95 = quantile(withListeners, 0.95) / quantile(without, 0.95) - 1;
   console.log(`added by ${LISTENERS} listeners: p50 ${(d50 * 100).toFixed(1)}%, p95 ${(d95 * 100).toFixed(1)}% (target < ${TARGET * 100}%: ${d50 < TARGET && d95 < TARGET ? 'met' : 'NOT met'})`);
-  const i50 = interval(roundsOf, 0.5);
-  const i95 = interval(roundsOf, 0.95);
   const pct = (v: number): string => `${(v * 100).toFixed(1)}%`;
-  console.log(`95% interval of the added (the rounds resampled ${RESAMPLES} times): p50 ${pct(i50[0])} to ${pct(i50[1])}, p95 ${pct(i95[0])} to ${pct(i95[1])}`);
+  for (const paired of [true, false]) {
+    const i50 = interval(roundsOf, 0.5, paired);
+    const i95 = interval(roundsOf, 0.95, paired);
+    console.log(`95% interval of the added (${paired ? 'the pairs of rounds' : 'each kind\'s rounds apart, unpaired'}, resampled ${RESAMPLES} times): p50 ${pct(i50[0])} to ${pct(i50[1])}, p95 ${pct(i95[0])} to ${pct(i95[1])}`);
+  }
+  if (process.env.ROUNDS_OUT) writeFileSync(process.env.ROUNDS_OUT, JSON.stringify(roundsOf));
   const perPut = (ms: number, n: number): string => (ms / n).toFixed(2);
   console.log(
     `server CPU per PUT by thread: main ${perPut(threads.without.main, without.length)} -> ${perPut(threads.with.main, withListeners.length)} ms, ` +
       `the others (GC helpers, libuv's pool) ${perPut(threads.without.others, without.length)} -> ${perPut(threads.with.others, withListeners.length)} ms`,
   );
   if (TRACE_GC) console.log(`garbage collections in the server, no listener: ${JSON.stringify(Object.fromEntries(gcs.without))}; with ${LISTENERS}: ${JSON.stringify(Object.fromEntries(gcs.with))}`);
-  console.log(`server CPU per PUT: ${(cpu.without / without.length).toFixed(2)} ms with no listener, ${(cpu.with / withListeners.length).toFixed(2)} ms with ${LISTENERS} (what the listeners add to it: ${((cpu.with - cpu.without) / withListeners.length).toFixed(2)} ms per commit, of which ${((sys.with - sys.without) / withListeners.length).toFixed(2)} ms in the kernel)`);
+  console.log(`server CPU per PUT: ${(cpu.without / without.length).toFixed(2)} ms with no listener, ${(cpu.with / withListeners.length).toFixed(2)} ms with ${LISTENERS} (what the listeners add to it: ${((cpu.with - cpu.without) / withListeners.length).toFixed(2)} ms per commit, of which ${((sys.with - sys.without) / withListeners.length).toFixed(2)} ms in the kernel; both counted up to each round's last PUT, and after it, until every listener had the round, ${(cpu.tail / ROUNDS).toFixed(1)} ms a round more)`);
   const fanOutPolicy = fanOut === undefined ? null : await schedulingPolicyOf(fanOut, (path) => readFile(path, 'utf8'));
   console.log(
     fanOut === undefined
-      ? 'event fan-out process: none (this build writes the streams from the server process)'
+      ? LISTENERS === 0
+        ? 'event fan-out process: none (no stream was opened: an A/A run)'
+        : 'event fan-out process: none (this build writes the streams from the server process)'
       : `event fan-out process (pid ${fanOut}, ${fanOutPolicy ? POLICY_NAMES[fanOutPolicy] : 'class unknown'}) CPU per PUT: ${(cpu.fanOut / withListeners.length).toFixed(2)} ms with ${LISTENERS} listeners (${(sys.fanOut / withListeners.length).toFixed(2)} ms in the kernel), ${(cpu.fanOutWithout / without.length).toFixed(2)} ms with none; ` +
         `per stream write ${((cpu.fanOut * 1000) / chunks).toFixed(1)} µs (${(sys.fanOut * 1000 / chunks).toFixed(1)} µs in the kernel; ${(chunks / LISTENERS / withListeners.length).toFixed(2)} writes per stream per PUT)`,
   );
-  console.log(
-    `opening ${LISTENERS} streams (not in the figures above): server CPU ${(opened.server / ROUNDS / LISTENERS).toFixed(3)} ms per stream` +
-      (opened.fanOutRounds > 0 ? `, fan-out process ${(opened.fanOut / opened.fanOutRounds / LISTENERS).toFixed(3)} ms per stream` : ''),
-  );
+  if (LISTENERS > 0) {
+    console.log(
+      `opening ${LISTENERS} streams (not in the figures above): server CPU ${(opened.server / ROUNDS / LISTENERS).toFixed(3)} ms per stream` +
+        (opened.fanOutRounds > 0 ? `, fan-out process ${(opened.fanOut / opened.fanOutRounds / LISTENERS).toFixed(3)} ms per stream` : ''),
+    );
+  }
   // On a 2-core machine the listeners' own parsing competes with the server: it is shown, so that a result skewed by it is seen.
-  console.log(`other processes' CPU per PUT with ${LISTENERS} listeners: listeners process ${(cpu.listeners / withListeners.length).toFixed(2)} ms, this bench client ${(cpu.client / withListeners.length).toFixed(2)} ms`);
+  console.log(`other processes' CPU per PUT with ${LISTENERS} listeners: listeners process ${(cpu.listeners / withListeners.length).toFixed(2)} ms (${(cpu.listenersDuring / withListeners.length).toFixed(2)} ms of it while the PUTs ran; the rest is the parse of the round's reads, after it), this bench client ${(cpu.client / withListeners.length).toFixed(2)} ms`);
   if (overran > 0) console.log(`the listeners' opening took longer than the ${PAUSE_MS} ms between rounds ${overran} times: those rounds started later (PAUSE_MS=... to change)`);
   console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores; listeners' process niceness ${LISTENERS_NICE}${LISTENERS_SCHED === 'idle' ? ', SCHED_IDLE' : ''}${PIN ? (PIN_FANOUT ? '; pinned: server on CPU 0, fan-out, client and listeners on CPU 1' : '; pinned: server and fan-out on CPU 0, client and listeners on CPU 1') : PIN_FANOUT ? '; fan-out process on CPU 1, the rest unpinned' : ''}`);
-  console.log(`fan-out lag (PUT answered -> last of ${LISTENERS} listeners has the event): p50 ${quantile(lags, 0.5).toFixed(1)} ms, p95 ${quantile(lags, 0.95).toFixed(1)} ms`);
+  if (LISTENERS > 0) console.log(`fan-out lag (PUT answered -> last of ${LISTENERS} listeners has the event): p50 ${quantile(lags, 0.5).toFixed(1)} ms, p95 ${quantile(lags, 0.95).toFixed(1)} ms`);
   if (process.env.PROFILE) {
     // The fan-out process inherits the preload (NODE_OPTIONS): its profile is written too.
     process.kill(server.pid, 'SIGUSR2');
