@@ -173,6 +173,112 @@ describe('cli item commands (against a running server)', function () {
     expect(JSON.parse(run.stderr)).to.include({ code: 'CONNECTION_FAILED' });
   });
 
+  it('mv moves an item with its id and history; --if-match guards it; a refusal is the server\'s message', async () => {
+    await ok(['item', 'put', 'mv/a.md', '-m', 'Made'], { input: 'moving\n' });
+    const before = JSON.parse(await ok(['item', 'get', 'mv/a.md', '--json'])) as { id: string; etag: string };
+    await fails(['item', 'mv', 'mv/a.md', 'mv/b.md', '--if-match', '"stale"'], 1, /^knowledge-store: Precondition failed: the item has changed\n$/);
+    expect(await ok(['item', 'mv', 'mv/a.md', 'mv/b.md', '--if-match', before.etag, '-m', 'Renamed'])).to.match(/^Moved mv\/a\.md to mv\/b\.md \(ETag "[0-9a-f]+"\)\n$/);
+    const after = JSON.parse(await ok(['item', 'get', 'mv/b.md', '--json'])) as { id: string; content: string };
+    expect(after).to.include({ id: before.id, content: 'moving\n' });
+    const rows = (await ok(['item', 'history', 'mv/b.md'])).trimEnd().split('\n').map((l) => l.split('\t'));
+    expect(rows.map((r) => [r[2], r[5]])).to.deep.equal([
+      ['move', 'Renamed'],
+      ['create', 'Made'],
+    ]);
+    await fails(['item', 'get', 'mv/a.md'], 1, /Knowledge item not found/);
+    await fails(['item', 'mv', 'mv/b.md', 'mv/b.md'], 1, /from and to are the same path: nothing to move/);
+    await fails(['item', 'mv', 'mv/b.md'], 2, /missing required argument 'to'/);
+  });
+
+  it('commit applies a file\'s operations as one commit; a refusal names the operation and changes nothing', async () => {
+    await ok(['item', 'put', 'batch/old.md'], { input: 'old\n' });
+    const out = await ok(['item', 'commit', '-m', 'Reorganise'], {
+      input: JSON.stringify([
+        { op: 'put', path: 'batch/intro.md', content: '# Intro\n' },
+        { op: 'move', from: 'batch/old.md', to: 'batch/kept.md' },
+      ]),
+    });
+    const [head, ...lines] = out.trimEnd().split('\n');
+    const commitId = /^Committed ([0-9a-f]{40}) \(2 operations\)$/.exec(head ?? '')?.[1];
+    expect(commitId, head).to.be.a('string');
+    expect(lines).to.deep.equal(['put\tbatch/intro.md\tchanged', 'move\tbatch/kept.md']);
+    for (const path of ['batch/intro.md', 'batch/kept.md']) {
+      const versions = JSON.parse(await ok(['item', 'history', path, '--json'])) as Array<{ commitId: string; message: string }>;
+      expect(versions[0]).to.include({ commitId, message: 'Reorganise' });
+    }
+
+    // The object form from --file, its own message; an operation that changes nothing is said so.
+    const dir = await tmpDir('ks-cli-commit');
+    try {
+      const file = join(dir.dir, 'ops.json');
+      await nodeFs.writeFile(file, JSON.stringify({ message: 'From a file', operations: [{ op: 'put', path: 'batch/intro.md', content: '# Intro\n' }] }));
+      expect(await ok(['item', 'commit', '--file', file])).to.equal('Nothing changed (no commit)\nput\tbatch/intro.md\tunchanged\n');
+      await nodeFs.writeFile(file, JSON.stringify({ message: 'From a file', operations: [{ op: 'put', path: 'batch/new.md', content: 'n' }] }));
+      const json = JSON.parse(await ok(['item', 'commit', '--file', file, '--json'])) as { commitId: string; items: Array<{ op: string; item: { path: string } }> };
+      expect(json.items.map((i) => [i.op, i.item.path])).to.deep.equal([['put', 'batch/new.md']]);
+      expect((JSON.parse(await ok(['item', 'history', 'batch/new.md', '--json'])) as Array<{ message: string }>)[0]?.message).to.equal('From a file');
+    } finally {
+      await dir.cleanup();
+    }
+
+    // Refused: the server's message, which operation it was, exit 1, and nothing written (the first put is not there).
+    const refused = [
+      { op: 'put', path: 'batch/never.md', content: 'x' },
+      { op: 'delete', path: 'batch/missing.md' },
+    ];
+    const run = await fails(['item', 'commit'], 1, /^knowledge-store: Knowledge item not found \(operation 1: delete batch\/missing\.md; nothing was changed\)\n$/, { input: JSON.stringify(refused) });
+    expect(run.stdout).to.equal('');
+    await fails(['item', 'get', 'batch/never.md'], 1, /Knowledge item not found/);
+    const asJson = await fails(['item', 'commit', '--json'], 1, /./, { input: JSON.stringify(refused) });
+    expect(JSON.parse(asJson.stderr)).to.include({ code: 'API_ERROR', status: 404, failedOperation: 1 });
+    // A writer may not delete: the server's 403, with the operation named.
+    await fails(['item', 'commit'], 1, /Forbidden.*\(operation 0: delete batch\/kept\.md; nothing was changed\)/, { env: { KNOWLEDGE_KEY: writerKey }, input: '[{"op":"delete","path":"batch/kept.md"}]' });
+
+    // Not a request at all: exit 2, nothing sent.
+    await fails(['item', 'commit'], 2, /^knowledge-store: stdin is not JSON: /, { input: 'not json' });
+    await fails(['item', 'commit'], 2, /stdin holds no operation/, { input: '{"operations": []}' });
+    await fails(['item', 'commit'], 2, /must hold a JSON array of operations, or an object with "operations"/, { input: '{"ops": []}' });
+    await fails(['item', 'commit'], 2, /each operation in stdin must be a JSON object/, { input: '[1]' });
+    await fails(['item', 'commit'], 2, /"message" in stdin must be a string/, { input: '{"message": 3, "operations": [{"op": "delete", "path": "a.md"}]}' });
+  });
+
+  it('revert undoes a commit, or a key\'s changes since a time, leaving items others changed since unless --force', async () => {
+    await ok(['item', 'put', 'undo/one.md', '-m', 'One'], { input: 'one\n' });
+    await ok(['item', 'put', 'undo/one.md', '-m', 'Oops'], { input: 'clobbered\n' });
+    const oops = (JSON.parse(await ok(['item', 'history', 'undo/one.md', '--json'])) as Array<{ commitId: string }>)[0]?.commitId as string;
+    const reverted = await ok(['item', 'revert', oops]);
+    expect(reverted).to.match(/^Reverted 1 item in [0-9a-f]{40}\nreverted\tundo\/one\.md\n$/);
+    expect(await ok(['item', 'get', 'undo/one.md'])).to.equal('one\n');
+
+    // An agent's key writes two items; an admin then changes one of them.
+    const agentKey = await server.key('writer', undefined, 'cli-revert-agent');
+    const keys = await api(`${server.url}/api/v1/knowledge/keys`, { key: server.adminKey });
+    const agentId = (keys.body?.data?.keys as Array<{ id: string; name: string }>).find((k) => k.name === 'cli-revert-agent')?.id as string;
+    const since = new Date(Date.now() - 1000).toISOString();
+    await ok(['item', 'put', 'undo/a.md'], { key: agentKey, input: 'agent a\n' });
+    await ok(['item', 'put', 'undo/b.md'], { key: agentKey, input: 'agent b\n' });
+    await ok(['item', 'put', 'undo/b.md'], { input: 'fixed by an admin\n' });
+    const partial = (await ok(['item', 'revert', '--by', agentId, '--since', since])).trimEnd().split('\n');
+    expect(partial[0]).to.match(/^Reverted 1 item in [0-9a-f]{40}$/);
+    expect(partial.slice(1, 2)).to.deep.equal(['reverted\tundo/a.md']);
+    expect(partial[2]).to.match(/^conflict\tundo\/b\.md\tchanged after the reverted change by /);
+    expect(partial[3]).to.equal('Left alone: 1 conflict (--force to overwrite them)');
+    await fails(['item', 'get', 'undo/a.md'], 1, /Knowledge item not found/);
+    expect(await ok(['item', 'get', 'undo/b.md'])).to.equal('fixed by an admin\n');
+    const json = JSON.parse(await ok(['item', 'revert', '--by', agentId, '--since', since, '--json'])) as { commitId: string | null; conflicts: Array<{ path: string }> };
+    expect(json).to.deep.include({ commitId: null });
+    expect(json.conflicts.map((c) => c.path)).to.deep.equal(['undo/b.md']);
+    expect(await ok(['item', 'revert', '--by', agentId, '--since', since, '--force'])).to.match(/^Reverted 1 item in [0-9a-f]{40}\nreverted\tundo\/b\.md\n$/);
+    await fails(['item', 'get', 'undo/b.md'], 1, /Knowledge item not found/);
+
+    // The server's refusals, and the command lines that are not a revert at all.
+    await fails(['item', 'revert', 'f'.repeat(40)], 1, /commitId must be the full id of a commit on main of this organization/);
+    await fails(['item', 'revert', oops], 1, /Forbidden/, { env: { KNOWLEDGE_KEY: agentKey } });
+    await fails(['item', 'revert'], 2, /give the commit to revert, or --by <keyId> and --since <time>/);
+    await fails(['item', 'revert', oops, '--by', agentId, '--since', since], 2, /give either a commit, or --by and --since, not both/);
+    await fails(['item', 'revert', '--by', agentId], 2, /--by and --since go together/);
+  });
+
   it('usage errors exit 2: no key, a bad URL, a bad --limit, a missing path', async () => {
     await fails(['item', 'ls'], 2, /no API key: set KNOWLEDGE_KEY/, { env: { KNOWLEDGE_KEY: undefined } });
     await fails(['item', 'ls', '--url', 'not a url'], 2, /not a URL/);

@@ -70,7 +70,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       }
       if (!res.ok || envelope?.success !== true) {
         const message = typeof envelope?.error === 'string' ? envelope.error : `unexpected answer ${res.status} ${res.statusText} (not the knowledge store's API?)`;
-        throw new ApiError({ status: res.status, url: `${url.origin}${url.pathname}`, message });
+        const failed = (envelope?.data as { failedOperation?: unknown } | undefined)?.failedOperation;
+        throw new ApiError({ status: res.status, url: `${url.origin}${url.pathname}`, message, ...(typeof failed === 'number' ? { failedOperation: failed } : {}) });
       }
       return { status: res.status, etag: res.headers.get('etag'), data: envelope.data as T };
     },

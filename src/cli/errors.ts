@@ -34,10 +34,10 @@ export class UsageError extends CliError<Record<string, never>> {
   }
 }
 
-/** The server refused: its status and its own message. */
-export class ApiError extends CliError<{ status: number; url: string }> {
-  constructor(data: { status: number; url: string; message: string }) {
-    super('API_ERROR', data.message, { status: data.status, url: data.url });
+/** The server refused: its status and its own message (and, for `POST /commits`, which operation it refused). */
+export class ApiError extends CliError<{ status: number; url: string; failedOperation?: number }> {
+  constructor(data: { status: number; url: string; message: string; failedOperation?: number }) {
+    super('API_ERROR', data.message, { status: data.status, url: data.url, ...(data.failedOperation !== undefined ? { failedOperation: data.failedOperation } : {}) });
   }
 }
 
@@ -53,7 +53,7 @@ interface FailureReport {
   /** Shown as `knowledge-store: <message>`, or as `error` in JSON. */
   message: string;
   /** `{ error, code, ...}` for --json. */
-  json: { error: string; code: string; status?: number; problems?: string[] };
+  json: { error: string; code: string; status?: number; failedOperation?: number; problems?: string[] };
   /** Lines printed under the message (the problems of a refused import). */
   details: string[];
   /** A fault of ours rather than of the input or the store: its stack is worth printing with LOG_LEVEL=debug. */
@@ -69,7 +69,7 @@ export function reportFailure(err: unknown): FailureReport {
   }
   const message = err instanceof Error ? err.message : String(err);
   if (err instanceof CliError) {
-    const status = err instanceof ApiError ? { status: err.data.status } : {};
+    const status = err instanceof ApiError ? { status: err.data.status, ...(err.data.failedOperation !== undefined ? { failedOperation: err.data.failedOperation } : {}) } : {};
     return { exitCode: err.code === 'USAGE_ERROR' ? 2 : 1, message, json: { error: message, code: err.code, ...status }, details: [], unexpected: false };
   }
   if (err instanceof ImportRefused) {

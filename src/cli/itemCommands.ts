@@ -4,46 +4,20 @@ import type { VersionView } from '../domain/versionView.js';
 import type { KnowledgeItem, presentSearchResult } from '../http/presenters.js';
 import { MAX_LIST_LIMIT } from '../domain/itemReads.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT } from '../domain/search.js';
-import { DEFAULTS } from '../app/config.js';
-import { createApiClient, itemUrlPath, type ApiClient } from './apiClient.js';
+import { itemUrlPath } from './apiClient.js';
 import { UsageError } from './errors.js';
-import { intIn, jsonOption, print, searchLines, type Printing } from './output.js';
+import { client, readStdin, withTarget, type Target } from './itemTarget.js';
+import { intIn, print, searchLines } from './output.js';
+import { addStructuralCommands } from './structuralCommands.js';
 
 /**
- * `knowledge-store item ls|get|put|rm|history|search`: the items of a running server, through its HTTP
- * API (README, The API), so that scripts need no curl. The server is $KNOWLEDGE_URL (or --url), the key
+ * `knowledge-store item ls|get|put|rm|history|search` (and `mv`, `commit`, `revert`: structuralCommands.ts): the
+ * items of a running server, through its HTTP API (README, The API), so that scripts need no curl. The server is $KNOWLEDGE_URL (or --url), the key
  * $KNOWLEDGE_KEY (or --key); the key's organization and role decide what is there, as for any client.
  */
-interface Target extends Printing {
-  url: string;
-  key?: string;
-}
-
-const DEFAULT_URL = `http://${DEFAULTS.host}:${DEFAULTS.port}`;
-
-/** The options every item command takes; commander reads the environment variables itself. */
-function withTarget(cmd: Command): Command {
-  return cmd
-    .addOption(new Option('--url <url>', 'the server').env('KNOWLEDGE_URL').default(DEFAULT_URL))
-    .addOption(new Option('--key <key>', 'an API key (prefer the variable: a flag shows in the process list)').env('KNOWLEDGE_KEY'))
-    .addOption(jsonOption());
-}
-
-function client(opts: Target): ApiClient {
-  if (!opts.key) throw new UsageError('no API key: set KNOWLEDGE_KEY (or pass --key)');
-  return createApiClient({ url: opts.url, key: opts.key });
-}
-
 type ItemWithEtag = KnowledgeItem & { etag: string | null };
 
 type SearchHit = ReturnType<typeof presentSearchResult>;
-
-/** All of stdin, as text (the content of `item put` without --file). */
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 export function addItemCommands(program: Command): void {
   const item = program.command('item').description('items of a running server, through its API ($KNOWLEDGE_URL, $KNOWLEDGE_KEY)');
@@ -115,4 +89,6 @@ export function addItemCommands(program: Command): void {
       });
       print(opts, searchLines(data.results), data.results);
     });
+
+  addStructuralCommands(item);
 }
