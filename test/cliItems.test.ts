@@ -173,6 +173,58 @@ describe('cli item commands (against a running server)', function () {
     expect(JSON.parse(run.stderr)).to.include({ code: 'CONNECTION_FAILED' });
   });
 
+  it('diff shows the change between two versions as the server makes it; rollback brings an old content back as a new version', async () => {
+    await ok(['item', 'put', 'versions/x.md', '-m', 'First'], { input: 'line one\nline two\n' });
+    await ok(['item', 'put', 'versions/x.md', '-m', 'Second'], { input: 'line one\nline 2\nline three\n' });
+    const diff = await ok(['item', 'diff', 'versions/x.md', '--from', '1', '--to', '2']);
+    const fromApi = await api(`${server.url}/api/v1/knowledge/diff/versions/x.md?from=1&to=2`, { key: server.adminKey });
+    expect(diff).to.equal(fromApi.body?.data?.diff);
+    expect(diff).to.include('-line two\n+line 2\n+line three\n');
+    expect(JSON.parse(await ok(['item', 'diff', 'versions/x.md', '--from', '1', '--to', '2', '--json']))).to.deep.equal({ from: 1, to: 2, diff });
+
+    expect(await ok(['item', 'rollback', 'versions/x.md', '1'], { key: writerKey })).to.equal('Rolled back versions/x.md to the content of version 1\n');
+    expect(await ok(['item', 'get', 'versions/x.md'])).to.equal('line one\nline two\n');
+    const rows = (await ok(['item', 'history', 'versions/x.md'])).trimEnd().split('\n').map((l) => l.split('\t'));
+    expect(rows.map((r) => [r[0], r[2]])).to.deep.equal([
+      ['3', 'update'],
+      ['2', 'update'],
+      ['1', 'create'],
+    ]);
+
+    await fails(['item', 'diff', 'versions/x.md', '--from', '1', '--to', '9'], 1, /^knowledge-store: Version not found\n$/);
+    await fails(['item', 'rollback', 'versions/x.md', '9'], 1, /^knowledge-store: Version not found\n$/);
+    await fails(['item', 'diff', 'versions/x.md', '--from', '0', '--to', '2'], 2, /--from <n>' argument '0' is invalid\. must be a version number/);
+    await fails(['item', 'diff', 'versions/x.md', '--to', '2'], 2, /required option '--from <n>' not specified/);
+    await fails(['item', 'rollback', 'versions/x.md', 'latest'], 2, /'latest' is invalid for argument 'version'/);
+  });
+
+  it('trash lists what rm deleted; restore puts it back with its id; purge wants --yes and frees the path (admin keys)', async () => {
+    await ok(['item', 'put', 'bin/a.md'], { input: 'keep me\n' });
+    const id = (JSON.parse(await ok(['item', 'get', 'bin/a.md', '--json'])) as { id: string }).id;
+    await ok(['item', 'rm', 'bin/a.md']);
+    const listed = (await ok(['item', 'trash'])).trimEnd().split('\n').map((l) => l.split('\t'));
+    const row = listed.find((r) => r[0] === 'bin/a.md');
+    expect(row?.[1], 'deletedAt').to.match(/^\d{4}-\d\d-\d\dT/);
+    expect(row?.[2], 'deletedBy').to.match(/^key_/);
+    const asJson = JSON.parse(await ok(['item', 'trash', '--json'])) as Array<{ path: string; id: string }>;
+    expect(asJson.find((i) => i.path === 'bin/a.md')?.id).to.equal(id);
+    await fails(['item', 'trash'], 1, /Forbidden/, { env: { KNOWLEDGE_KEY: writerKey } });
+
+    expect(await ok(['item', 'restore', 'bin/a.md'])).to.equal('Restored bin/a.md\n');
+    expect(JSON.parse(await ok(['item', 'get', 'bin/a.md', '--json']))).to.include({ id, content: 'keep me\n' });
+    await fails(['item', 'restore', 'bin/a.md'], 1, /Knowledge item not found/);
+
+    await ok(['item', 'rm', 'bin/a.md']);
+    await fails(['item', 'purge', 'bin/a.md'], 2, /purging bin\/a\.md cannot be undone through the API \(git history keeps its content\): add --yes/);
+    expect((await ok(['item', 'trash', '--json'])).includes('"bin/a.md"'), 'still in the trash without --yes').to.equal(true);
+    await fails(['item', 'purge', 'bin/a.md', '--yes'], 1, /Forbidden/, { env: { KNOWLEDGE_KEY: writerKey } });
+    expect(await ok(['item', 'purge', 'bin/a.md', '--yes'])).to.equal('Purged bin/a.md\n');
+    expect((await ok(['item', 'trash', '--json'])).includes('"bin/a.md"')).to.equal(false);
+    // The path is free: a new item there has a new id.
+    await ok(['item', 'put', 'bin/a.md'], { input: 'new\n' });
+    expect((JSON.parse(await ok(['item', 'get', 'bin/a.md', '--json'])) as { id: string }).id).not.to.equal(id);
+  });
+
   it('mv moves an item with its id and history; --if-match guards it; a refusal is the server\'s message', async () => {
     await ok(['item', 'put', 'mv/a.md', '-m', 'Made'], { input: 'moving\n' });
     const before = JSON.parse(await ok(['item', 'get', 'mv/a.md', '--json'])) as { id: string; etag: string };

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
-import type { VersionView } from '../domain/versionView.js';
 import type { KnowledgeItem, presentSearchResult } from '../http/presenters.js';
 import { MAX_LIST_LIMIT } from '../domain/itemReads.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT } from '../domain/search.js';
@@ -9,11 +8,14 @@ import { UsageError } from './errors.js';
 import { client, readStdin, withTarget, type Target } from './itemTarget.js';
 import { intIn, print, searchLines } from './output.js';
 import { addStructuralCommands } from './structuralCommands.js';
+import { addTrashCommands } from './trashCommands.js';
+import { addVersionCommands } from './versionCommands.js';
 
 /**
- * `knowledge-store item ls|get|put|rm|history|search` (and `mv`, `commit`, `revert`: structuralCommands.ts): the
- * items of a running server, through its HTTP API (README, The API), so that scripts need no curl. The server is $KNOWLEDGE_URL (or --url), the key
- * $KNOWLEDGE_KEY (or --key); the key's organization and role decide what is there, as for any client.
+ * `knowledge-store item ls|get|put|rm|search` (history, diff, rollback: versionCommands.ts; trash, restore,
+ * purge: trashCommands.ts; mv, commit, revert: structuralCommands.ts): the items of a running server, through
+ * its HTTP API (README, The API), so that scripts need no curl. The server is $KNOWLEDGE_URL (or --url), the
+ * key $KNOWLEDGE_KEY (or --key); the key's organization and role decide what is there, as for any client.
  */
 type ItemWithEtag = KnowledgeItem & { etag: string | null };
 
@@ -72,13 +74,6 @@ export function addItemCommands(program: Command): void {
       print(opts, `Deleted ${path} (in the trash until purged)`, { path, deleted: true, message: data.message });
     });
 
-  withTarget(item.command('history <path>').description('the versions of an item, newest first'))
-    .action(async (path: string, opts: Target) => {
-      const { data } = await client(opts).call<{ versions: VersionView[] }>({ path: `/history/${itemUrlPath(path)}` });
-      const rows = data.versions.map((v) => [v.version, v.timestamp, v.action, v.commitId.slice(0, 12), v.author.name, v.message.split('\n')[0]].join('\t'));
-      print(opts, rows.join('\n'), data.versions);
-    });
-
   withTarget(item.command('search <q>').description('full-text search of the items the key may read, best first'))
     .option('--prefix <folder/>', 'only items under this folder')
     .addOption(new Option('--limit <n>', `results, 1 to ${MAX_SEARCH_LIMIT}`).argParser(intIn(1, MAX_SEARCH_LIMIT)).default(DEFAULT_SEARCH_LIMIT))
@@ -90,5 +85,7 @@ export function addItemCommands(program: Command): void {
       print(opts, searchLines(data.results), data.results);
     });
 
+  addVersionCommands(item);
+  addTrashCommands(item);
   addStructuralCommands(item);
 }
