@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { api, startTestServer, type TestServer } from './support/server.js';
+import { git } from './support/git.js';
 import { tmpDir } from './support/tmp.js';
 
 /**
@@ -392,3 +393,107 @@ async function closedPort(): Promise<number> {
   if (address === null || typeof address === 'string') throw new Error('no port');
   return address.port;
 }
+
+describe('cli item watch (against a running server, restarted)', function () {
+  this.timeout(90_000);
+
+  /** `item watch` as a child process that keeps running: its output so far, and its exit. */
+  function watcher(args: string[], env: Record<string, string>): { out: () => string; err: () => string; exit: Promise<number | null>; kill: () => void } {
+    const child = spawn(process.execPath, [CLI, 'item', 'watch', ...args], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const exit = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    return { out: () => out, err: () => err, exit, kill: () => child.kill() };
+  }
+
+  async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!ok()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  it('prints each change as it is committed, goes on across a server restart without a gap or a duplicate, stops at --count', async () => {
+    const dir = await tmpDir('ks-cli-watch');
+    let server = await startTestServer({ dataDir: dir.dir });
+    const key = server.adminKey;
+    const port = Number(new URL(server.url).port);
+    const base = `${server.url}/api/v1/knowledge`;
+    const head = (await api(`${base}/changes`, { key })).body?.data?.head as string;
+    const watch = watcher(['--since', head, '--count', '4'], { KNOWLEDGE_URL: server.url, KNOWLEDGE_KEY: key });
+    try {
+      for (const path of ['w/a.md', 'w/b.md']) expect((await api(`${base}/items/${path}`, { key, method: 'PUT', body: { content: path } })).status).to.equal(200);
+      await until('the first two events', () => watch.out().split('\n').length > 2);
+      await server.close();
+      server = await startTestServer({ dataDir: dir.dir, config: { port } });
+      // Committed while the watcher waits to connect again (2 s, the server's retry): resumed from its last id, not lost.
+      expect((await api(`${base}/items/w/c.md`, { key, method: 'PUT', body: { content: 'c' } })).status).to.equal(200);
+      expect((await api(`${base}/move`, { key, method: 'POST', body: { from: 'w/c.md', to: 'w/d.md' } })).status).to.equal(200);
+      expect(await watch.exit, watch.err()).to.equal(0);
+
+      const commits = (await git(['log', '--format=%H', '-4', 'main'], { gitdir: server.gitdir() })).trim().split('\n').reverse();
+      const rows = watch.out().trimEnd().split('\n').map((l) => l.split('\t'));
+      expect(rows.map((r) => [r[1], r[2], r[3]])).to.deep.equal([
+        [commits[0]?.slice(0, 12), 'created', 'w/a.md'],
+        [commits[1]?.slice(0, 12), 'created', 'w/b.md'],
+        [commits[2]?.slice(0, 12), 'created', 'w/c.md'],
+        [commits[3]?.slice(0, 12), 'deleted', 'w/c.md'],
+        [commits[3]?.slice(0, 12), 'created', 'w/d.md'],
+      ]);
+      expect(watch.err()).to.match(/the server ended the stream \(server-stopping\); connecting again in \d+ s/);
+      expect(watch.err()).to.include(`connected again, going on after ${commits[1]}`);
+    } finally {
+      watch.kill();
+      await server.close();
+      await dir.cleanup();
+    }
+  });
+
+  it('--json prints each commit as one line of JSON; refusals and a server not there end it with exit 1', async () => {
+    const server = await startTestServer();
+    const key = server.adminKey;
+    const base = `${server.url}/api/v1/knowledge`;
+    try {
+      const head = (await api(`${base}/changes`, { key })).body?.data?.head as string;
+      const json = watcher(['--since', head, '--count', '1', '--json'], { KNOWLEDGE_URL: server.url, KNOWLEDGE_KEY: key });
+      await api(`${base}/items/j/a.md`, { key, method: 'PUT', body: { content: 'a' } });
+      expect(await json.exit, json.err()).to.equal(0);
+      const lines = json.out().trimEnd().split('\n');
+      expect(lines).to.have.length(1);
+      const event = JSON.parse(lines[0] as string) as { commitId: string; timestamp: string; changes: Array<Record<string, unknown>> };
+      const item = (await api(`${base}/items/j/a.md`, { key })).body?.data?.item as { id: string };
+      expect(event.changes).to.deep.equal([{ id: item.id, path: 'j/a.md', change: 'created', commitId: event.commitId, timestamp: event.timestamp }]);
+
+      // A key revoked while it listens: the server ends its stream, and the watch ends with exit 1 (not a wait).
+      const created = (await api(`${base}/keys`, { key, method: 'POST', body: { name: 'cli-watch-reader', role: 'reader' } })).body?.data as { secret: string; key: { id: string } };
+      const from = (await api(`${base}/changes`, { key })).body?.data?.head as string;
+      const revoked = watcher(['--since', from], { KNOWLEDGE_URL: server.url, KNOWLEDGE_KEY: created.secret });
+      await api(`${base}/items/j/seen.md`, { key, method: 'PUT', body: { content: 'seen' } });
+      await until('the reader\'s first event', () => revoked.out().includes('j/seen.md'));
+      expect((await api(`${base}/keys/${created.key.id}`, { key, method: 'DELETE' })).status).to.equal(200);
+      // The stream learns of it at its next commit or heartbeat once the key store has noticed (about a second).
+      for (let i = 0; i < 20; i++) {
+        const ended = await Promise.race([revoked.exit.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 500))]);
+        if (ended) break;
+        await api(`${base}/items/j/r${i}.md`, { key, method: 'PUT', body: { content: 'r' } });
+      }
+      expect(await revoked.exit, revoked.out()).to.equal(1);
+      expect(revoked.err()).to.equal('knowledge-store: the key was revoked while it listened\n');
+
+      const unknown = watcher(['--since', 'f'.repeat(40)], { KNOWLEDGE_URL: server.url, KNOWLEDGE_KEY: key });
+      expect(await unknown.exit).to.equal(1);
+      expect(unknown.err()).to.equal('knowledge-store: since must be the full id of a commit of this organization\n');
+      const badKey = watcher([], { KNOWLEDGE_URL: server.url, KNOWLEDGE_KEY: 'ks_default_nope' });
+      expect(await badKey.exit).to.equal(1);
+      expect(badKey.err()).to.equal('knowledge-store: Invalid API key\n');
+      const nobody = watcher([], { KNOWLEDGE_URL: `http://127.0.0.1:${await closedPort()}`, KNOWLEDGE_KEY: key });
+      expect(await nobody.exit).to.equal(1);
+      expect(nobody.err()).to.match(/cannot reach http:\/\/127\.0\.0\.1:\d+: connection refused/);
+    } finally {
+      await server.close();
+    }
+  });
+});

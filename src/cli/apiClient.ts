@@ -19,6 +19,8 @@ interface ApiCall {
   query?: Record<string, string | undefined>;
   body?: unknown;
   headers?: Record<string, string>;
+  /** Aborts the request, and a stream's body with it. */
+  signal?: AbortSignal;
 }
 
 interface ApiAnswer<T> {
@@ -30,6 +32,8 @@ interface ApiAnswer<T> {
 export interface ApiClient {
   /** `data` of a successful answer, typed as the caller says the route answers (the API's documented shapes). */
   call<T>(call: ApiCall): Promise<ApiAnswer<T>>;
+  /** A successful event stream's answer, its body unread (`item watch`); a refusal is thrown as `call` throws it. */
+  stream(call: ApiCall): Promise<Response>;
 }
 
 /** An item path as a URL path: each segment encoded, the slashes kept. */
@@ -45,37 +49,55 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new UsageError(`not an http(s) URL: "${options.url}"`);
   const doFetch = options.fetch ?? fetch;
 
+  /** The request sent, as fetch answers it; nothing answering is ConnectionFailed. */
+  const send = async (call: ApiCall, accept: string): Promise<{ res: Response; url: URL }> => {
+    const url = new URL(base.href + call.path);
+    for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
+    const headers: Record<string, string> = { Authorization: `Bearer ${options.key}`, Accept: accept, ...call.headers };
+    let body: string | undefined;
+    if (call.body !== undefined) {
+      body = JSON.stringify(call.body);
+      headers['Content-Type'] = 'application/json';
+    }
+    try {
+      return { res: await doFetch(url, { method: call.method ?? 'GET', headers, body, signal: call.signal }), url };
+    } catch (err) {
+      throw new ConnectionFailed({ url: url.origin, reason: connectionReason(err) });
+    }
+  };
+
   return {
     async call<T>(call: ApiCall): Promise<ApiAnswer<T>> {
-      const url = new URL(base.href + call.path);
-      for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
-      const headers: Record<string, string> = { Authorization: `Bearer ${options.key}`, Accept: 'application/json', ...call.headers };
-      let body: string | undefined;
-      if (call.body !== undefined) {
-        body = JSON.stringify(call.body);
-        headers['Content-Type'] = 'application/json';
-      }
-      let res: Response;
-      try {
-        res = await doFetch(url, { method: call.method ?? 'GET', headers, body });
-      } catch (err) {
-        throw new ConnectionFailed({ url: url.origin, reason: connectionReason(err) });
-      }
-      const text = await res.text();
-      let envelope: { success?: unknown; data?: unknown; error?: unknown } | undefined;
-      try {
-        envelope = JSON.parse(text) as typeof envelope;
-      } catch {
-        envelope = undefined;
-      }
-      if (!res.ok || envelope?.success !== true) {
-        const message = typeof envelope?.error === 'string' ? envelope.error : `unexpected answer ${res.status} ${res.statusText} (not the knowledge store's API?)`;
-        const failed = (envelope?.data as { failedOperation?: unknown } | undefined)?.failedOperation;
-        throw new ApiError({ status: res.status, url: `${url.origin}${url.pathname}`, message, ...(typeof failed === 'number' ? { failedOperation: failed } : {}) });
-      }
+      const { res, url } = await send(call, 'application/json');
+      const envelope = await envelopeOf(res);
+      if (!res.ok || envelope?.success !== true) throw refusal(res, url, envelope);
       return { status: res.status, etag: res.headers.get('etag'), data: envelope.data as T };
     },
+    async stream(call: ApiCall): Promise<Response> {
+      const { res, url } = await send(call, 'text/event-stream');
+      if (!res.ok) throw refusal(res, url, await envelopeOf(res));
+      return res;
+    },
   };
+}
+
+type Envelope = { success?: unknown; data?: unknown; error?: unknown } | undefined;
+
+/** The answer's `{success, data | error}`, or undefined when it is not JSON (not the knowledge store's API?). */
+async function envelopeOf(res: Response): Promise<Envelope> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text) as Envelope;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A refusal as the CLI reports it: the server's own message (and the operation a commit refused). */
+function refusal(res: Response, url: URL, envelope: Envelope): ApiError {
+  const message = typeof envelope?.error === 'string' ? envelope.error : `unexpected answer ${res.status} ${res.statusText} (not the knowledge store's API?)`;
+  const failed = (envelope?.data as { failedOperation?: unknown } | undefined)?.failedOperation;
+  return new ApiError({ status: res.status, url: `${url.origin}${url.pathname}`, message, ...(typeof failed === 'number' ? { failedOperation: failed } : {}) });
 }
 
 /** Why fetch failed, from undici's cause: "connection refused (ECONNREFUSED)" rather than "fetch failed". */

@@ -10,12 +10,14 @@ import { intIn, print, searchLines } from './output.js';
 import { addStructuralCommands } from './structuralCommands.js';
 import { addTrashCommands } from './trashCommands.js';
 import { addVersionCommands } from './versionCommands.js';
+import { addWatchCommand } from './watchCommand.js';
 
 /**
- * `knowledge-store item ls|get|put|rm|search` (history, diff, rollback: versionCommands.ts; trash, restore,
- * purge: trashCommands.ts; mv, commit, revert: structuralCommands.ts): the items of a running server, through
- * its HTTP API (README, The API), so that scripts need no curl. The server is $KNOWLEDGE_URL (or --url), the
- * key $KNOWLEDGE_KEY (or --key); the key's organization and role decide what is there, as for any client.
+ * `knowledge-store item ls|get|put|rm|search`, and beside them history, diff, rollback (versionCommands.ts),
+ * trash, restore, purge (trashCommands.ts), mv, commit, revert (structuralCommands.ts) and watch
+ * (watchCommand.ts): the items of a running server, through its HTTP API (README, The API), so that scripts
+ * need no curl. The server is $KNOWLEDGE_URL (or --url), the key $KNOWLEDGE_KEY (or --key); the key's
+ * organization and role decide what is there, as for any client.
  */
 type ItemWithEtag = KnowledgeItem & { etag: string | null };
 
@@ -88,4 +90,5 @@ export function addItemCommands(program: Command): void {
   addVersionCommands(item);
   addTrashCommands(item);
   addStructuralCommands(item);
+  addWatchCommand(item);
 }
