@@ -17,6 +17,8 @@ interface CommitEvent {
 const DEFAULT_RETRY_MS = 2000;
 /** The longest wait between two attempts while the server stays away. */
 const MAX_RETRY_MS = 30_000;
+/** Statuses of a server stopping or starting (or a proxy before it), and of a stream slot not yet freed. */
+const TRANSIENT = new Set([429, 502, 503, 504]);
 
 interface WatchOptions extends Target {
   since?: string;
@@ -32,7 +34,8 @@ type Ending = { kind: 'done' } | { kind: 'end'; reason: string; lastEventId: str
  * end, with the last id it printed as `Last-Event-ID`: no gap, no duplicate (the server computes events from
  * main's history). A refusal (a bad key, an unknown --since, too many streams) ends it with the server's message,
  * and so does a revoked key; a server that is not there at the first attempt is a failure, one that goes away
- * later is waited for, at the server's retry interval, growing to 30 s.
+ * later (refused, 502-504, or 429 while its old stream's slot is freed) is waited for, at the server's retry
+ * interval, growing to 30 s.
  */
 export function addWatchCommand(item: Command): void {
   withTarget(item.command('watch').description('print each change as it is committed (the event stream); resumes after a dropped connection'))
@@ -97,12 +100,13 @@ interface ConnectHandlers {
 
 /** One connection, read until it ends; what ended it. Refusals (ApiError) are thrown: retrying would not help. */
 async function connectOnce(api: ApiClient, lastId: string | undefined, on: ConnectHandlers): Promise<Ending> {
-  const abort = new AbortController();
   let res: Response;
   try {
-    res = await api.stream({ path: '/events', headers: lastId ? { 'Last-Event-ID': lastId } : {}, signal: abort.signal });
+    res = await api.stream({ path: '/events', headers: lastId ? { 'Last-Event-ID': lastId } : {} });
   } catch (err) {
-    if (err instanceof ConnectionFailed && !on.firstAttempt) return { kind: 'failed', reason: err.message };
+    // Once connected, a server away or restarting (refused, 502-504 from it or a proxy, a stream slot not yet
+    // freed) is waited for; at the first attempt, and for any other refusal, the answer is the answer.
+    if (!on.firstAttempt && (err instanceof ConnectionFailed || (err instanceof ApiError && TRANSIENT.has(err.data.status)))) return { kind: 'failed', reason: err.message };
     throw err;
   }
   if (!res.body) return { kind: 'closed' };
@@ -122,12 +126,16 @@ async function connectOnce(api: ApiClient, lastId: string | undefined, on: Conne
         bad = err as Error;
         ending = { kind: 'failed', reason: 'unreadable event' };
       }
-      if (ending) abort.abort();
     },
   });
   const decoder = new TextDecoder();
   try {
-    for await (const chunk of res.body) parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+    for await (const chunk of res.body) {
+      parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+      // Left by break, which cancels the body: an abort of the request from here, with the body's last bytes already
+      // read, left the loop's next read pending for good on Node 20 (the process exited 13, its socket closed).
+      if (ending) break;
+    }
   } catch (err) {
     if (!ending) return { kind: 'failed', reason: `the connection failed (${(err as Error).message})` };
   }

@@ -1,0 +1,82 @@
+import { spawn } from 'node:child_process';
+import { promises as nodeFs } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+
+/**
+ * `knowledge-store …` as a child process (test/cliItems.test.ts, test/cliChanges.test.ts): results on stdout,
+ * the server's own message on stderr and exit 1 when it refuses, exit 2 for a wrong command line. Runs the
+ * build in dist/ (`npm test` builds first).
+ */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const CLI = join(ROOT, 'dist/src/cli/main.js');
+
+export interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Fails at once, saying why, when the build is not there. */
+export async function requireBuilt(): Promise<void> {
+  await nodeFs.access(CLI).catch(() => {
+    throw new Error(`${CLI} is missing: run \`npm run build\` (npm test builds first)`);
+  });
+}
+
+export function cli(args: string[], options: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: '' };
+  delete env.KNOWLEDGE_URL;
+  delete env.KNOWLEDGE_KEY;
+  delete env.KNOWLEDGE_DATA_DIR;
+  for (const [name, value] of Object.entries(options.env ?? {})) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'], timeout: 20_000 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+/** `ok` and `fails` against the server and key `env()` names (KNOWLEDGE_URL, KNOWLEDGE_KEY) when called. */
+export function cliAgainst(env: () => Record<string, string>): {
+  ok(args: string[], options?: { key?: string; input?: string }): Promise<string>;
+  fails(args: string[], code: number, message: RegExp, options?: { env?: Record<string, string | undefined>; input?: string }): Promise<Run>;
+} {
+  return {
+    /** Runs with the admin key (or `key`) in the environment; must succeed; returns stdout. */
+    async ok(args, options = {}) {
+      const run = await cli(args, { env: { ...env(), ...(options.key ? { KNOWLEDGE_KEY: options.key } : {}) }, input: options.input });
+      expect(run.code, `${args.join(' ')}\nstderr: ${run.stderr}`).to.equal(0);
+      return run.stdout;
+    },
+    /** Must fail with `code`: nothing on stdout, the message on stderr, no stack. */
+    async fails(args, code, message, options = {}) {
+      const run = await cli(args, { env: { ...env(), ...options.env }, input: options.input });
+      expect(run.code, `${args.join(' ')}: ${run.stderr}`).to.equal(code);
+      expect(run.stdout).to.equal('');
+      expect(run.stderr).to.match(message);
+      expect(run.stderr).not.to.match(/\n\s+at .+:\d+:\d+/);
+      return run;
+    },
+  };
+}
+
+/** A port nothing listens on: one the OS just gave out and took back. */
+export async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const address = probe.address();
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
