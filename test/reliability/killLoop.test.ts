@@ -364,7 +364,15 @@ async function checkAgainstModel(
     for (const r of body.data.results) found.add(r.path);
     searchCursor = body.data.nextCursor;
   } while (searchCursor);
-  for (const path of listed.keys()) if (!found.has(path)) problems.push(`${path}: listed but not found by search after the restart`);
+  const unfound = [...listed.keys()].filter((path) => !found.has(path));
+  for (const path of unfound) {
+    // Told apart for whoever reads a failure: missing from the index, or only from the paged walk above.
+    const word = (path.split('/').pop() as string).replace(/\.md$/, '');
+    const query = new URLSearchParams({ q: word, prefix: path.slice(0, path.lastIndexOf('/') + 1) });
+    const res = await fetch(`${url}/api/v1/knowledge/search?${query}`, { headers });
+    const alone = ((await res.json()) as { data?: { results: Array<{ path: string }> } }).data?.results.some((r) => r.path === path);
+    problems.push(`${path}: listed but not found by search after the restart (${found.size} found of ${listed.size} listed; a search for "${word}" alone ${alone ? 'finds' : 'does not find'} it)`);
+  }
   for (const path of found) if (!listed.has(path)) problems.push(`${path}: found by search but not listed`);
 
   for (const path of listed.keys()) if (!model.has(path)) problems.push(`${path}: listed by the API but never written`);
