@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { MAX_SEARCH_DEPTH } from '../../src/domain/search.js';
 import { ensureBuilt, killAllChildren, runCli, spawnServe, type ServeChild } from '../support/child.js';
 import { commitCount, fsckStrict, git } from '../support/git.js';
 import { sleep } from '../support/sleep.js';
@@ -353,17 +354,24 @@ async function checkAgainstModel(
   if (trashRes.status !== 200) throw new Error(`trash answered ${trashRes.status}`);
   const inTrash = new Map(trashBody.data.items.filter((i) => i.path.startsWith(PREFIX)).map((i) => [i.path, i]));
 
-  // The search index survived the kill too: every live item is found (all their paths hold the word "kill"), nothing else.
+  // The search index survived the kill too: every live item is found (all their paths hold the word "kill"), nothing
+  // else. Walked one loop's folder at a time: a query pages through its first MAX_SEARCH_DEPTH (1,000) results at
+  // most (README, Search), and a long run holds more live items than that under PREFIX (1,005 at cycle 91 of 100).
   const found = new Set<string>();
-  let searchCursor: string | null = null;
-  do {
-    const query = new URLSearchParams({ q: PREFIX.split('/')[0] as string, prefix: PREFIX, limit: '100', ...(searchCursor ? { cursor: searchCursor } : {}) });
-    const res = await fetch(`${url}/api/v1/knowledge/search?${query}`, { headers });
-    const body = (await res.json()) as { data: { results: Array<{ path: string }>; nextCursor: string | null } };
-    if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(body)}`);
-    for (const r of body.data.results) found.add(r.path);
-    searchCursor = body.data.nextCursor;
-  } while (searchCursor);
+  for (let loop = 0; loop < LOOPS; loop++) {
+    const folder = `${PREFIX}l${loop}/`;
+    const inFolder = [...listed.keys()].filter((path) => path.startsWith(folder)).length;
+    if (inFolder >= MAX_SEARCH_DEPTH) throw new Error(`${folder} holds ${inFolder} live items: more than one search can page through; check it in smaller folders`);
+    let searchCursor: string | null = null;
+    do {
+      const query = new URLSearchParams({ q: PREFIX.split('/')[0] as string, prefix: folder, limit: '100', ...(searchCursor ? { cursor: searchCursor } : {}) });
+      const res = await fetch(`${url}/api/v1/knowledge/search?${query}`, { headers });
+      const body = (await res.json()) as { data: { results: Array<{ path: string }>; nextCursor: string | null } };
+      if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(body)}`);
+      for (const r of body.data.results) found.add(r.path);
+      searchCursor = body.data.nextCursor;
+    } while (searchCursor);
+  }
   const unfound = [...listed.keys()].filter((path) => !found.has(path));
   for (const path of unfound) {
     // Told apart for whoever reads a failure: missing from the index, or only from the paged walk above.
