@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { promises as nodeFs } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { CLI, ROOT, cliAgainst, closedPort, requireBuilt } from './support/cliRun.js';
@@ -284,6 +286,16 @@ describe('cli item watch (against a running server, restarted)', function () {
       const badKey = watcher([], { KNOWLEDGE_URL: server.url, KNOWLEDGE_KEY: 'ks_default_nope' });
       expect(await badKey.exit).to.equal(1);
       expect(badKey.err()).to.equal('knowledge-store: Invalid API key\n');
+      // Something else at the URL, answering 200 with a page: refused, not read as a stream that never speaks.
+      const other = createServer((_req, res) => res.writeHead(200, { 'Content-Type': 'text/html' }).end('<p>hello</p>'));
+      await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+      try {
+        const wrong = watcher([], { KNOWLEDGE_URL: `http://127.0.0.1:${(other.address() as AddressInfo).port}`, KNOWLEDGE_KEY: key });
+        expect(await wrong.exit).to.equal(1);
+        expect(wrong.err()).to.match(/^knowledge-store: unexpected answer 200, text\/html \(not the knowledge store's event stream\?\)\n$/);
+      } finally {
+        await new Promise((resolve) => other.close(resolve));
+      }
       const nobody = watcher([], { KNOWLEDGE_URL: `http://127.0.0.1:${await closedPort()}`, KNOWLEDGE_KEY: key });
       expect(await nobody.exit).to.equal(1);
       expect(nobody.err()).to.match(/cannot reach http:\/\/127\.0\.0\.1:\d+: connection refused/);

@@ -74,6 +74,11 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     async stream(call: ApiCall): Promise<Response> {
       const { res, url } = await send(call, 'text/event-stream');
       if (!res.ok) throw refusal(res, url, await envelopeOf(res));
+      // Something else answering at the URL (a proxy's page, another server) would otherwise be read as a silent stream.
+      if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+        await res.body?.cancel();
+        throw new ApiError({ status: res.status, url: `${url.origin}${url.pathname}`, message: `unexpected answer ${res.status}, ${res.headers.get('content-type') ?? 'no content type'} (not the knowledge store's event stream?)` });
+      }
       return res;
     },
   };
