@@ -249,6 +249,32 @@ describe('cli item watch (against a running server, restarted)', function () {
     }
   });
 
+  it('a connection that goes quiet (not even a heartbeat) for --idle seconds is given up and made again', async () => {
+    // A stand-in server: the first stream says it is connected, then nothing; the second sends one event.
+    const event = { organizationId: 'default', commitId: 'c'.repeat(40), timestamp: '2026-12-02T00:00:00.000Z', changes: [{ id: 'i', path: 'q/a.md', change: 'created', commitId: 'c'.repeat(40), timestamp: '2026-12-02T00:00:00.000Z' }] };
+    const seen: Array<string | undefined> = [];
+    const quiet = createServer((req, res) => {
+      seen.push(req.headers['last-event-id'] as string | undefined);
+      res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8' });
+      if (seen.length === 1) res.write('retry: 100\n: connected\n\n');
+      else res.end(`retry: 100\n: connected\n\nid: ${event.commitId}\ndata: ${JSON.stringify(event)}\n\n`);
+    });
+    await new Promise<void>((resolve) => quiet.listen(0, '127.0.0.1', resolve));
+    try {
+      const started = Date.now();
+      const watch = watcher(['--since', 'b'.repeat(40), '--idle', '1', '--count', '1'], { KNOWLEDGE_URL: `http://127.0.0.1:${(quiet.address() as AddressInfo).port}`, KNOWLEDGE_KEY: 'ks_default_x' });
+      expect(await watch.exit, watch.err()).to.equal(0);
+      expect(watch.out()).to.equal(`2026-12-02T00:00:00.000Z\t${'c'.repeat(12)}\tcreated\tq/a.md\n`);
+      expect(watch.err()).to.match(/^knowledge-store: nothing came for 1 s, not even a heartbeat; connecting again in 0\.1 s\nknowledge-store: connected again/);
+      // Resumed where it was: the --since it started from, as nothing came on the first connection.
+      expect(seen).to.deep.equal(['b'.repeat(40), 'b'.repeat(40)]);
+      expect(Date.now() - started).to.be.greaterThan(1000);
+    } finally {
+      quiet.closeAllConnections();
+      await new Promise((resolve) => quiet.close(resolve));
+    }
+  });
+
   it('--json prints each commit as one line of JSON; refusals and a server not there end it with exit 1', async () => {
     const server = await startTestServer();
     const key = server.adminKey;

@@ -19,6 +19,8 @@ interface ApiCall {
   query?: Record<string, string | undefined>;
   body?: unknown;
   headers?: Record<string, string>;
+  /** Aborts the request, and a stream's body with it (`item watch`'s idle timeout). */
+  signal?: AbortSignal;
 }
 
 interface ApiAnswer<T> {
@@ -58,7 +60,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       headers['Content-Type'] = 'application/json';
     }
     try {
-      return { res: await doFetch(url, { method: call.method ?? 'GET', headers, body }), url };
+      return { res: await doFetch(url, { method: call.method ?? 'GET', headers, body, signal: call.signal }), url };
     } catch (err) {
       throw new ConnectionFailed({ url: url.origin, reason: connectionReason(err) });
     }

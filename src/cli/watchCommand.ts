@@ -23,6 +23,8 @@ const TRANSIENT = new Set([429, 502, 503, 504]);
 interface WatchOptions extends Target {
   since?: string;
   count?: number;
+  /** Seconds without a byte (not even a heartbeat) after which the connection counts as dead. */
+  idle: number;
 }
 
 /** What ended one connection: the server's `end` event (with where to go on from), the body's end, or a failure. */
@@ -41,6 +43,7 @@ export function addWatchCommand(item: Command): void {
   withTarget(item.command('watch').description('print each change as it is committed (the event stream); resumes after a dropped connection'))
     .option('--since <commit>', 'start after this commit (default: with the next one)')
     .addOption(new Option('--count <n>', 'stop after this many commits').argParser(intIn(1, 1_000_000)))
+    .addOption(new Option('--idle <seconds>', 'connect again when nothing, not even a heartbeat (every 15 s), came for this long').argParser(intIn(1, 3600)).default(45))
     .action(async (opts: WatchOptions) => {
       await watch(client(opts), opts, (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`knowledge-store: ${line}\n`));
     });
@@ -53,7 +56,7 @@ async function watch(api: ApiClient, opts: WatchOptions, out: (line: string) => 
   let connected = false;
   let printed = 0;
   for (;;) {
-    const ending = await connectOnce(api, lastId, {
+    const ending = await connectOnce(api, lastId, opts.idle * 1000, {
       onEvent: (id, event) => {
         lastId = id;
         printed += 1;
@@ -77,7 +80,7 @@ async function watch(api: ApiClient, opts: WatchOptions, out: (line: string) => 
     failures += 1;
     const wait = Math.min(MAX_RETRY_MS, retryMs * 2 ** Math.min(failures - 1, 4));
     const why = ending.kind === 'end' ? `the server ended the stream (${ending.reason})` : ending.kind === 'closed' ? 'the stream closed' : ending.reason;
-    note(`${why}; connecting again in ${(wait / 1000).toFixed(0)} s`);
+    note(`${why}; connecting again in ${(wait / 1000).toFixed(wait < 1000 ? 1 : 0)} s`);
     await sleep(wait);
   }
 }
@@ -99,10 +102,11 @@ interface ConnectHandlers {
 }
 
 /** One connection, read until it ends; what ended it. Refusals (ApiError) are thrown: retrying would not help. */
-async function connectOnce(api: ApiClient, lastId: string | undefined, on: ConnectHandlers): Promise<Ending> {
+async function connectOnce(api: ApiClient, lastId: string | undefined, idleMs: number, on: ConnectHandlers): Promise<Ending> {
+  const abort = new AbortController();
   let res: Response;
   try {
-    res = await api.stream({ path: '/events', headers: lastId ? { 'Last-Event-ID': lastId } : {} });
+    res = await api.stream({ path: '/events', headers: lastId ? { 'Last-Event-ID': lastId } : {}, signal: abort.signal });
   } catch (err) {
     // Once connected, a server away or restarting (refused, 502-504 from it or a proxy, a stream slot not yet
     // freed) is waited for; at the first attempt, and for any other refusal, the answer is the answer.
@@ -129,8 +133,21 @@ async function connectOnce(api: ApiClient, lastId: string | undefined, on: Conne
     },
   });
   const decoder = new TextDecoder();
+  // A connection that went quiet (a laptop asleep, a network changed under a half-open socket) is given up after
+  // `idleMs` without a byte: the server's heartbeat comes every 15 s on an idle stream. The read it interrupts is
+  // pending on a live socket, unlike the break below.
+  let idle: NodeJS.Timeout | undefined;
+  const quiet = (): void => {
+    clearTimeout(idle);
+    idle = setTimeout(() => {
+      ending ??= { kind: 'failed', reason: `nothing came for ${idleMs / 1000} s, not even a heartbeat` };
+      abort.abort();
+    }, idleMs);
+  };
+  quiet();
   try {
     for await (const chunk of res.body) {
+      quiet();
       parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
       // Left by break, which cancels the body: an abort of the request from here, with the body's last bytes already
       // read, left the loop's next read pending for good on Node 20 (the process exited 13, its socket closed).
@@ -138,6 +155,8 @@ async function connectOnce(api: ApiClient, lastId: string | undefined, on: Conne
     }
   } catch (err) {
     if (!ending) return { kind: 'failed', reason: `the connection failed (${(err as Error).message})` };
+  } finally {
+    clearTimeout(idle);
   }
   if (bad) throw new ApiError({ status: res.status, url: res.url, message: `the server sent an event that is not JSON: ${bad.message}` });
   return ending ?? { kind: 'closed' };
