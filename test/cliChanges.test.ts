@@ -84,6 +84,28 @@ describe('cli item commands that change history and structure (against a running
     expect((JSON.parse(await ok(['item', 'get', 'bin/a.md', '--json'])) as { id: string }).id).not.to.equal(id);
   });
 
+  it('changes prints what changed since a head, a line per change, and the head to ask from next', async () => {
+    const first = (await ok(['item', 'changes'])).trimEnd().split('\n');
+    expect(first).to.have.length(1);
+    const head = /^head\t([0-9a-f]{40})$/.exec(first[0] as string)?.[1] as string;
+    expect(head, first[0]).to.be.a('string');
+    await ok(['item', 'put', 'feed/a.md'], { input: 'a' });
+    await ok(['item', 'put', 'feed/b.md'], { input: 'b' });
+    await ok(['item', 'mv', 'feed/b.md', 'feed/c.md']);
+    const rows = (await ok(['item', 'changes', '--since', head])).trimEnd().split('\n').map((l) => l.split('\t'));
+    const next = rows.pop() as string[];
+    expect(next[0]).to.equal('head');
+    // The feed compares the state at `since` with now: b.md, made and moved since, is only created at c.md.
+    expect(rows.map((r) => [r[2], r[3]])).to.deep.equal([
+      ['created', 'feed/a.md'],
+      ['created', 'feed/c.md'],
+    ]);
+    const json = JSON.parse(await ok(['item', 'changes', '--since', head, '--json'])) as { head: string; changes: Array<{ path: string }> };
+    expect(json.head).to.equal(next[1]);
+    expect(await ok(['item', 'changes', '--since', next[1] as string])).to.equal(`head\t${next[1]}\n`);
+    await fails(['item', 'changes', '--since', 'nope'], 1, /^knowledge-store: since must be the full id of a commit of this organization\n$/);
+  });
+
   it('mv moves an item with its id and history; --if-match guards it; a refusal is the server\'s message', async () => {
     await ok(['item', 'put', 'mv/a.md', '-m', 'Made'], { input: 'moving\n' });
     const before = JSON.parse(await ok(['item', 'get', 'mv/a.md', '--json'])) as { id: string; etag: string };

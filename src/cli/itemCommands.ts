@@ -14,7 +14,7 @@ import { addWatchCommand } from './watchCommand.js';
 
 /**
  * `knowledge-store item ls|get|put|rm|search`, and beside them history, diff, rollback (versionCommands.ts),
- * trash, restore, purge (trashCommands.ts), mv, commit, revert (structuralCommands.ts) and watch
+ * trash, restore, purge (trashCommands.ts), mv, commit, revert (structuralCommands.ts), changes and watch
  * (watchCommand.ts): the items of a running server, through its HTTP API (README, The API), so that scripts
  * need no curl. The server is $KNOWLEDGE_URL (or --url), the key $KNOWLEDGE_KEY (or --key); the key's
  * organization and role decide what is there, as for any client.

@@ -4,7 +4,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { ApiClient } from './apiClient.js';
 import { ApiError, CliError, ConnectionFailed } from './errors.js';
 import { client, withTarget, type Target } from './itemTarget.js';
-import { intIn } from './output.js';
+import { intIn, print } from './output.js';
 
 /** One event of the stream: a commit's change-feed entries as the key sees them (README, The event stream). */
 interface CommitEvent {
@@ -31,7 +31,8 @@ interface WatchOptions extends Target {
 type Ending = { kind: 'done' } | { kind: 'end'; reason: string; lastEventId: string | null } | { kind: 'closed' } | { kind: 'failed'; reason: string };
 
 /**
- * `knowledge-store item watch`: GET /events as lines, one per change, printed as each commit comes (`tail -f` for
+ * `knowledge-store item changes`: GET /changes once, for a script that polls (the head it prints is the next
+ * `--since`). `knowledge-store item watch`: GET /events as lines, one per change, printed as each commit comes (`tail -f` for
  * the store). The stream resumes where it was after a dropped connection, a server restart or a slow-reader
  * end, with the last id it printed as `Last-Event-ID`: no gap, no duplicate (the server computes events from
  * main's history). A refusal (a bad key, an unknown --since, too many streams) ends it with the server's message,
@@ -40,6 +41,15 @@ type Ending = { kind: 'done' } | { kind: 'end'; reason: string; lastEventId: str
  * interval, growing to 30 s.
  */
 export function addWatchCommand(item: Command): void {
+  withTarget(item.command('changes').description('what changed since a commit, once (the change feed): a line per change, then the head to ask from next time'))
+    .option('--since <commit>', 'the head a previous call printed (without it: only the current head)')
+    .action(async (opts: Target & { since?: string }) => {
+      const { data } = await client(opts).call<{ head: string; changes: CommitEvent['changes'] }>({ path: '/changes', query: { since: opts.since } });
+      const lines = data.changes.map((c) => `${c.timestamp}\t${c.commitId.slice(0, 12)}\t${c.change}\t${c.path}`);
+      print(opts, [...lines, `head\t${data.head}`].join('\n'), data);
+    });
+
+
   withTarget(item.command('watch').description('print each change as it is committed (the event stream); resumes after a dropped connection'))
     .option('--since <commit>', 'start after this commit (default: with the next one)')
     .addOption(new Option('--count <n>', 'stop after this many commits').argParser(intIn(1, 1_000_000)))
