@@ -13,6 +13,11 @@ interface CommitEvent {
   changes: Array<{ id: string; path: string; change: string; commitId: string; timestamp: string }>;
 }
 
+/** A change as `item changes` and `item watch` print it: time, commit (short), change, path. */
+function changeLine(c: CommitEvent['changes'][number]): string {
+  return `${c.timestamp}\t${c.commitId.slice(0, 12)}\t${c.change}\t${c.path}`;
+}
+
 /** The server's `retry:` until it says otherwise (it sends 2000). */
 const DEFAULT_RETRY_MS = 2000;
 /** The longest wait between two attempts while the server stays away. */
@@ -45,7 +50,7 @@ export function addWatchCommand(item: Command): void {
     .option('--since <commit>', 'the head a previous call printed (without it: only the current head)')
     .action(async (opts: Target & { since?: string }) => {
       const { data } = await client(opts).call<{ head: string; changes: CommitEvent['changes'] }>({ path: '/changes', query: { since: opts.since } });
-      const lines = data.changes.map((c) => `${c.timestamp}\t${c.commitId.slice(0, 12)}\t${c.change}\t${c.path}`);
+      const lines = data.changes.map(changeLine);
       print(opts, [...lines, `head\t${data.head}`].join('\n'), data);
     });
 
@@ -71,7 +76,7 @@ async function watch(api: ApiClient, opts: WatchOptions, out: (line: string) => 
         lastId = id;
         printed += 1;
         if (opts.json) out(JSON.stringify(event));
-        else for (const c of event.changes) out(`${c.timestamp}\t${c.commitId.slice(0, 12)}\t${c.change}\t${c.path}`);
+        else for (const c of event.changes) out(changeLine(c));
         return opts.count !== undefined && printed >= opts.count;
       },
       onRetry: (ms) => (retryMs = ms),
