@@ -4,9 +4,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { CLI, ROOT, cliAgainst, closedPort, requireBuilt } from './support/cliRun.js';
+import { CLI, ROOT, cliServer, closedPort } from './support/cliRun.js';
 import { git } from './support/git.js';
-import { api, startTestServer, type TestServer } from './support/server.js';
+import { api, startTestServer } from './support/server.js';
 import { tmpDir } from './support/tmp.js';
 
 /**
@@ -16,32 +16,19 @@ import { tmpDir } from './support/tmp.js';
  */
 describe('cli item commands that change history and structure (against a running server)', function () {
   this.timeout(60_000);
-  let server: TestServer;
-  let env: Record<string, string>;
-  let writerKey: string;
-  const { ok, fails } = cliAgainst(() => env);
-
-  before(async () => {
-    await requireBuilt();
-    server = await startTestServer();
-    env = { KNOWLEDGE_URL: server.url, KNOWLEDGE_KEY: server.adminKey };
-    writerKey = await server.key('writer');
-  });
-
-  after(async () => {
-    await server.close();
-  });
+  const cs = cliServer();
+  const { ok, fails } = cs;
 
   it('diff shows the change between two versions as the server makes it; rollback brings an old content back as a new version', async () => {
     await ok(['item', 'put', 'versions/x.md', '-m', 'First'], { input: 'line one\nline two\n' });
     await ok(['item', 'put', 'versions/x.md', '-m', 'Second'], { input: 'line one\nline 2\nline three\n' });
     const diff = await ok(['item', 'diff', 'versions/x.md', '--from', '1', '--to', '2']);
-    const fromApi = await api(`${server.url}/api/v1/knowledge/diff/versions/x.md?from=1&to=2`, { key: server.adminKey });
+    const fromApi = await api(`${cs.server.url}/api/v1/knowledge/diff/versions/x.md?from=1&to=2`, { key: cs.server.adminKey });
     expect(diff).to.equal(fromApi.body?.data?.diff);
     expect(diff).to.include('-line two\n+line 2\n+line three\n');
     expect(JSON.parse(await ok(['item', 'diff', 'versions/x.md', '--from', '1', '--to', '2', '--json']))).to.deep.equal({ from: 1, to: 2, diff });
 
-    expect(await ok(['item', 'rollback', 'versions/x.md', '1'], { key: writerKey })).to.equal('Rolled back versions/x.md to the content of version 1\n');
+    expect(await ok(['item', 'rollback', 'versions/x.md', '1'], { key: cs.writerKey })).to.equal('Rolled back versions/x.md to the content of version 1\n');
     expect(await ok(['item', 'get', 'versions/x.md'])).to.equal('line one\nline two\n');
     const rows = (await ok(['item', 'history', 'versions/x.md'])).trimEnd().split('\n').map((l) => l.split('\t'));
     expect(rows.map((r) => [r[0], r[2]])).to.deep.equal([
@@ -67,7 +54,7 @@ describe('cli item commands that change history and structure (against a running
     expect(row?.[2], 'deletedBy').to.match(/^key_/);
     const asJson = JSON.parse(await ok(['item', 'trash', '--json'])) as Array<{ path: string; id: string }>;
     expect(asJson.find((i) => i.path === 'bin/a.md')?.id).to.equal(id);
-    await fails(['item', 'trash'], 1, /Forbidden/, { env: { KNOWLEDGE_KEY: writerKey } });
+    await fails(['item', 'trash'], 1, /Forbidden/, { env: { KNOWLEDGE_KEY: cs.writerKey } });
 
     expect(await ok(['item', 'restore', 'bin/a.md'])).to.equal('Restored bin/a.md\n');
     expect(JSON.parse(await ok(['item', 'get', 'bin/a.md', '--json']))).to.include({ id, content: 'keep me\n' });
@@ -76,7 +63,7 @@ describe('cli item commands that change history and structure (against a running
     await ok(['item', 'rm', 'bin/a.md']);
     await fails(['item', 'purge', 'bin/a.md'], 2, /purging bin\/a\.md cannot be undone through the API \(git history keeps its content\): add --yes/);
     expect((await ok(['item', 'trash', '--json'])).includes('"bin/a.md"'), 'still in the trash without --yes').to.equal(true);
-    await fails(['item', 'purge', 'bin/a.md', '--yes'], 1, /Forbidden/, { env: { KNOWLEDGE_KEY: writerKey } });
+    await fails(['item', 'purge', 'bin/a.md', '--yes'], 1, /Forbidden/, { env: { KNOWLEDGE_KEY: cs.writerKey } });
     expect(await ok(['item', 'purge', 'bin/a.md', '--yes'])).to.equal('Purged bin/a.md\n');
     expect((await ok(['item', 'trash', '--json'])).includes('"bin/a.md"')).to.equal(false);
     // The path is free: a new item there has a new id.
@@ -165,7 +152,7 @@ describe('cli item commands that change history and structure (against a running
     const asJson = await fails(['item', 'commit', '--json'], 1, /./, { input: JSON.stringify(refused) });
     expect(JSON.parse(asJson.stderr)).to.include({ code: 'API_ERROR', status: 404, failedOperation: 1 });
     // A writer may not delete: the server's 403, with the operation named.
-    await fails(['item', 'commit'], 1, /Forbidden.*\(operation 0: delete batch\/kept\.md; nothing was changed\)/, { env: { KNOWLEDGE_KEY: writerKey }, input: '[{"op":"delete","path":"batch/kept.md"}]' });
+    await fails(['item', 'commit'], 1, /Forbidden.*\(operation 0: delete batch\/kept\.md; nothing was changed\)/, { env: { KNOWLEDGE_KEY: cs.writerKey }, input: '[{"op":"delete","path":"batch/kept.md"}]' });
 
     // Not a request at all: exit 2, nothing sent.
     await fails(['item', 'commit'], 2, /^knowledge-store: stdin is not JSON: /, { input: 'not json' });
@@ -184,8 +171,8 @@ describe('cli item commands that change history and structure (against a running
     expect(await ok(['item', 'get', 'undo/one.md'])).to.equal('one\n');
 
     // An agent's key writes two items; an admin then changes one of them.
-    const agentKey = await server.key('writer', undefined, 'cli-revert-agent');
-    const keys = await api(`${server.url}/api/v1/knowledge/keys`, { key: server.adminKey });
+    const agentKey = await cs.server.key('writer', undefined, 'cli-revert-agent');
+    const keys = await api(`${cs.server.url}/api/v1/knowledge/keys`, { key: cs.server.adminKey });
     const agentId = (keys.body?.data?.keys as Array<{ id: string; name: string }>).find((k) => k.name === 'cli-revert-agent')?.id as string;
     const since = new Date(Date.now() - 1000).toISOString();
     await ok(['item', 'put', 'undo/a.md'], { key: agentKey, input: 'agent a\n' });

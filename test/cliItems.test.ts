@@ -1,8 +1,8 @@
 import { promises as nodeFs } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { cli, cliAgainst, closedPort, requireBuilt } from './support/cliRun.js';
-import { api, startTestServer, type TestServer } from './support/server.js';
+import { cli, cliServer, closedPort } from './support/cliRun.js';
+import { api, startTestServer } from './support/server.js';
 import { tmpDir } from './support/tmp.js';
 
 /**
@@ -13,29 +13,15 @@ import { tmpDir } from './support/tmp.js';
 
 describe('cli item commands (against a running server)', function () {
   this.timeout(60_000);
-  let server: TestServer;
-  let env: Record<string, string>;
-  let writerKey: string;
-
-  const { ok, fails } = cliAgainst(() => env);
-
-  before(async () => {
-    await requireBuilt();
-    server = await startTestServer();
-    env = { KNOWLEDGE_URL: server.url, KNOWLEDGE_KEY: server.adminKey };
-    writerKey = await server.key('writer');
-  });
-
-  after(async () => {
-    await server.close();
-  });
+  const cs = cliServer();
+  const { ok, fails } = cs;
 
   it('put from stdin with --message, then get prints the content exactly as stored', async () => {
     const content = '# Guide\n\nFirst words, no trailing newline: ünïcode';
     const out = await ok(['item', 'put', 'docs/guide.md', '--message', 'First draft'], { input: content });
     expect(out).to.match(/^Saved docs\/guide\.md \(ETag "?[^)]+"?\)\n$/);
     expect(await ok(['item', 'get', 'docs/guide.md'])).to.equal(content);
-    const stored = await api(`${server.url}/api/v1/knowledge/items/docs/guide.md`, { key: server.adminKey });
+    const stored = await api(`${cs.server.url}/api/v1/knowledge/items/docs/guide.md`, { key: cs.server.adminKey });
     expect((stored.body?.data?.item as { content: string }).content).to.equal(content);
   });
 
@@ -44,7 +30,7 @@ describe('cli item commands (against a running server)', function () {
     try {
       const file = join(dir.dir, 'notes.md');
       await nodeFs.writeFile(file, 'v1\n');
-      const put = JSON.parse(await ok(['item', 'put', 'notes/a.md', '--file', file, '--json'], { key: writerKey })) as Record<string, unknown>;
+      const put = JSON.parse(await ok(['item', 'put', 'notes/a.md', '--file', file, '--json'], { key: cs.writerKey })) as Record<string, unknown>;
       expect(put.path).to.equal('notes/a.md');
       expect(put).not.to.have.property('content');
       const got = JSON.parse(await ok(['item', 'get', 'notes/a.md', '--json'])) as { content: string; etag: string; path: string; id: string };
@@ -74,9 +60,9 @@ describe('cli item commands (against a running server)', function () {
   });
 
   it('ls pages through every item, sorted by path; --prefix keeps to a folder', async () => {
-    for (const n of [1, 2, 3, 4, 5]) await api(`${server.url}/api/v1/knowledge/items/many/i${n}.md`, { method: 'PUT', key: server.adminKey, body: { content: `item ${n}` } });
+    for (const n of [1, 2, 3, 4, 5]) await api(`${cs.server.url}/api/v1/knowledge/items/many/i${n}.md`, { method: 'PUT', key: cs.server.adminKey, body: { content: `item ${n}` } });
     const all = (await ok(['item', 'ls', '--page-size', '2'])).trimEnd().split('\n').map((l) => l.split('\t')[0]);
-    const listed = await api(`${server.url}/api/v1/knowledge?content=false`, { key: server.adminKey });
+    const listed = await api(`${cs.server.url}/api/v1/knowledge?content=false`, { key: cs.server.adminKey });
     expect(all).to.deep.equal((listed.body?.data?.items as Array<{ path: string }>).map((i) => i.path));
     expect(all.filter((p) => p?.startsWith('many/'))).to.have.length(5);
     const many = JSON.parse(await ok(['item', 'ls', '--prefix', 'many/', '--page-size', '2', '--json'])) as Array<{ path: string; content?: string }>;
@@ -98,13 +84,13 @@ describe('cli item commands (against a running server)', function () {
 
   it('rm moves an item to the trash (admin); a writer gets the server\'s 403 message', async () => {
     await ok(['item', 'put', 'tmp/gone.md'], { input: 'bye' });
-    await fails(['item', 'rm', 'tmp/gone.md'], 1, /^knowledge-store: Forbidden — requires knowledge:admin permission\n$/, { env: { KNOWLEDGE_KEY: writerKey } });
+    await fails(['item', 'rm', 'tmp/gone.md'], 1, /^knowledge-store: Forbidden — requires knowledge:admin permission\n$/, { env: { KNOWLEDGE_KEY: cs.writerKey } });
     expect(await ok(['item', 'rm', 'tmp/gone.md'])).to.equal('Deleted tmp/gone.md (in the trash until purged)\n');
     await fails(['item', 'get', 'tmp/gone.md'], 1, /Knowledge item not found/);
   });
 
   it('--url and --key override the environment', async () => {
-    const out = await cli(['item', 'get', 'docs/guide.md', '--url', server.url, '--key', server.adminKey]);
+    const out = await cli(['item', 'get', 'docs/guide.md', '--url', cs.server.url, '--key', cs.server.adminKey]);
     expect(out.code, out.stderr).to.equal(0);
     expect(out.stdout).to.match(/^# Guide/);
   });

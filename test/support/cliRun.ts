@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { startTestServer, type TestServer } from './server.js';
 
 /**
  * `knowledge-store …` as a child process (test/cliItems.test.ts, test/cliChanges.test.ts): results on stdout,
@@ -79,4 +80,33 @@ export async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   if (address === null || typeof address === 'string') throw new Error('no port');
   return address.port;
+}
+
+/**
+ * A real server for the describe block it is called in (started before its tests, closed after them), with `ok`
+ * and `fails` against it under its admin key, and a writer key.
+ */
+export function cliServer(): ReturnType<typeof cliAgainst> & { readonly server: TestServer; readonly writerKey: string } {
+  let server: TestServer | undefined;
+  let writerKey = '';
+  let env: Record<string, string> = {};
+  before(async () => {
+    await requireBuilt();
+    server = await startTestServer();
+    env = { KNOWLEDGE_URL: server.url, KNOWLEDGE_KEY: server.adminKey };
+    writerKey = await server.key('writer');
+  });
+  after(async () => {
+    await server?.close();
+  });
+  return {
+    ...cliAgainst(() => env),
+    get server(): TestServer {
+      if (!server) throw new Error('the server starts before the tests');
+      return server;
+    },
+    get writerKey(): string {
+      return writerKey;
+    },
+  };
 }
