@@ -284,6 +284,34 @@ describe('cli item watch (against a running server, restarted)', function () {
     }
   });
 
+  it('once connected, a server answering 503 or 429 (restarting, a slot not yet freed) is waited for, not a failure', async () => {
+    // A stand-in: the first stream ends at once, the next two attempts are refused as a restarting server would be.
+    const event = { organizationId: 'default', commitId: 'e'.repeat(40), timestamp: '2026-12-02T00:00:00.000Z', changes: [{ id: 'i', path: 'r/a.md', change: 'created', commitId: 'e'.repeat(40), timestamp: '2026-12-02T00:00:00.000Z' }] };
+    let attempts = 0;
+    const flaky = createServer((_req, res) => {
+      attempts++;
+      if (attempts === 1) res.writeHead(200, { 'Content-Type': 'text/event-stream' }).end('retry: 100\n: connected\n\n');
+      else if (attempts === 2) res.writeHead(503, { 'Content-Type': 'application/json' }).end('{"success":false,"error":"Server is stopping"}');
+      else if (attempts === 3) res.writeHead(429, { 'Content-Type': 'application/json' }).end('{"success":false,"error":"Too many event streams"}');
+      else res.writeHead(200, { 'Content-Type': 'text/event-stream' }).end(`id: ${event.commitId}\ndata: ${JSON.stringify(event)}\n\n`);
+    });
+    await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
+    try {
+      const watch = watcher(['--count', '1'], { KNOWLEDGE_URL: `http://127.0.0.1:${(flaky.address() as AddressInfo).port}`, KNOWLEDGE_KEY: 'ks_default_x' });
+      expect(await watch.exit, watch.err()).to.equal(0);
+      expect(watch.out()).to.equal(`2026-12-02T00:00:00.000Z\t${'e'.repeat(12)}\tcreated\tr/a.md\n`);
+      const notes = watch.err().trimEnd().split('\n');
+      expect(notes.slice(0, 3)).to.deep.equal([
+        'knowledge-store: the stream closed; connecting again in 0.1 s',
+        'knowledge-store: Server is stopping; connecting again in 0.2 s',
+        'knowledge-store: Too many event streams; connecting again in 0.4 s',
+      ]);
+      expect(attempts).to.equal(4);
+    } finally {
+      await new Promise((resolve) => flaky.close(resolve));
+    }
+  });
+
   it('--json prints each commit as one line of JSON; refusals and a server not there end it with exit 1', async () => {
     const server = await startTestServer();
     const key = server.adminKey;

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Option, type Command } from 'commander';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import type { ChangeView } from '../domain/changes.js';
 import type { ApiClient } from './apiClient.js';
 import { ApiError, CliError, ConnectionFailed } from './errors.js';
 import { client, withTarget, type Target } from './itemTarget.js';
@@ -10,11 +11,11 @@ import { intIn, print } from './output.js';
 interface CommitEvent {
   commitId: string;
   timestamp: string;
-  changes: Array<{ id: string; path: string; change: string; commitId: string; timestamp: string }>;
+  changes: ChangeView[];
 }
 
 /** A change as `item changes` and `item watch` print it: time, commit (short), change, path. */
-function changeLine(c: CommitEvent['changes'][number]): string {
+function changeLine(c: ChangeView): string {
   return `${c.timestamp}\t${c.commitId.slice(0, 12)}\t${c.change}\t${c.path}`;
 }
 
@@ -49,7 +50,7 @@ export function addWatchCommand(item: Command): void {
   withTarget(item.command('changes').description('what changed since a commit, once (the change feed): a line per change, then the head to ask from next time'))
     .option('--since <commit>', 'the head a previous call printed (without it: only the current head)')
     .action(async (opts: Target & { since?: string }) => {
-      const { data } = await client(opts).call<{ head: string; changes: CommitEvent['changes'] }>({ path: '/changes', query: { since: opts.since } });
+      const { data } = await client(opts).call<{ head: string; changes: ChangeView[] }>({ path: '/changes', query: { since: opts.since } });
       const lines = data.changes.map(changeLine);
       print(opts, [...lines, `head\t${data.head}`].join('\n'), data);
     });
