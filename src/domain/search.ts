@@ -33,19 +33,29 @@ export function readableNeeds(role: Role): number[] {
   return PERMISSIONS.flatMap((permission, rank) => (can(role, permission) ? [rank] : []));
 }
 
-/**
- * `GET /search`: the best matches of `q` among the items the role may read,
- * path matches first. Items it may not read (by rank or by the key's scopes) are filtered inside the index's
- * query, so they are never counted, ranked or paged over.
- */
-export async function searchItems(args: {
+/** A search's arguments as the routes take them: the query string, before it is checked. */
+export interface SearchArgs {
   repo: OrgRepo;
   actor: Actor;
   q: string;
   prefix?: string;
   limit?: number;
   cursor?: string;
-}): Promise<{ results: SearchResult[]; nextCursor: string | null; ms: number }> {
+}
+
+export interface SearchPage {
+  results: SearchResult[];
+  nextCursor: string | null;
+  /** What the index's query took: a key's search time is charged by it (http/searchTime.ts). */
+  ms: number;
+}
+
+/**
+ * `GET /search`, checked: the role, the query, the prefix, the limit and the cursor, every refusal (403, 400) thrown
+ * here, before anything runs. What it returns runs the query. The routes check first and then ask the key's search
+ * time for the run: a bad query is a 400 whatever time the key has left, never a 429 that hides what to fix.
+ */
+export function prepareSearch(args: SearchArgs): () => Promise<SearchPage> {
   const { repo, actor } = args;
   requireRole(actor, 'knowledge:read');
   const terms = parseSearchQuery(args.q);
@@ -57,18 +67,27 @@ export async function searchItems(args: {
   if (!index) throw new SearchOff({ orgId: repo.orgId });
   // A cursor's offset is below MAX_SEARCH_DEPTH (decodeSearchCursor), so a page holds at least one.
   const take = Math.min(limit, MAX_SEARCH_DEPTH - offset);
-  // One more than asked for: whether it exists says whether there is a next page.
   // The key's scopes narrow the prefix inside the query, as the read ranks do: never filtered after paging.
   const prefixes = scopedPrefixes(actor, prefix);
-  const { hits, ms } = await index.search({ terms, needs: readableNeeds(actor.role), prefixes, limit: take + 1, offset, snippets: take });
-  const page = hits.slice(0, take);
-  const more = hits.length > take && offset + take < MAX_SEARCH_DEPTH;
-  return {
-    results: page.map((h) => ({ record: h.entry.record, score: h.score, snippet: h.snippet })),
-    nextCursor: more ? encodeSearchCursor(offset + take) : null,
-    // What the index's query took: a key's search time is charged by it (http/searchTime.ts).
-    ms,
+  return async () => {
+    // One more than asked for: whether it exists says whether there is a next page.
+    const { hits, ms } = await index.search({ terms, needs: readableNeeds(actor.role), prefixes, limit: take + 1, offset, snippets: take });
+    const page = hits.slice(0, take);
+    const more = hits.length > take && offset + take < MAX_SEARCH_DEPTH;
+    return {
+      results: page.map((h) => ({ record: h.entry.record, score: h.score, snippet: h.snippet })),
+      nextCursor: more ? encodeSearchCursor(offset + take) : null,
+      ms,
+    };
   };
+}
+
+/**
+ * The best matches of `q` among the items the role may read, path matches first. Items it may not read (by rank or
+ * by the key's scopes) are filtered inside the index's query, so they are never counted, ranked or paged over.
+ */
+export function searchItems(args: SearchArgs): Promise<SearchPage> {
+  return prepareSearch(args)();
 }
 
 function encodeSearchCursor(offset: number): string {

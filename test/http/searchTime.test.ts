@@ -145,6 +145,32 @@ describe('search time per key (HTTP and MCP)', function () {
     expect(refusal?.content[0]?.text).to.match(/^Too much searching: this key has used its search time for now; try again in \d+ s$/);
   });
 
+  it('a key out of search time still gets its 400 for a bad query (REST) and the input error (MCP), not a 429', async () => {
+    // The admin key spent its time in the tests above: a good query is refused (after at most the one a refill lets in).
+    let status = 0;
+    for (let i = 0; i < 3 && status !== 429; i++) status = (await api(`${server.url}${SEARCH}?q=plum`, { key: server.adminKey })).status;
+    expect(status, 'the key is out of search time').to.equal(429);
+    for (const [q, error] of [
+      ['%22open', /quote/i],
+      ['-plum', /exclu/i],
+    ] as const) {
+      const res = await api(`${server.url}${SEARCH}?q=${q}`, { key: server.adminKey });
+      expect(res.status, `q=${q}: ${JSON.stringify(res.body)}`).to.equal(400);
+      expect((res.body as { error: string }).error).to.match(error);
+    }
+    const bad = await api(`${server.url}${SEARCH}?q=plum&limit=1000`, { key: server.adminKey });
+    expect(bad.status, JSON.stringify(bad.body)).to.equal(400);
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'search', arguments: { query: '"open' } } });
+    const res = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${server.adminKey}` },
+      body,
+    });
+    const result = ((await res.json()) as { result: { isError?: boolean; content: Array<{ text: string }> } }).result;
+    expect(result.isError).to.equal(true);
+    expect(result.content[0]?.text).to.match(/quote/i).and.not.match(/Too much searching/);
+  });
+
   it('GET /metrics counts the refusals (REST and MCP alike), and only those', async () => {
     const scrape = async (): Promise<number> => {
       const text = await (await fetch(`${server.url}/metrics`)).text();
@@ -158,9 +184,9 @@ describe('search time per key (HTTP and MCP)', function () {
     for (let i = 0; i < 3 && status !== 429; i++) status = (await api(`${server.url}${SEARCH}?q=plum`, { key: server.adminKey })).status;
     expect(status).to.equal(429);
     expect(await scrape()).to.equal(before + 1);
-    // Another key's answered search and a 400 are not refusals of search time. Each by a key of its own, whose fresh
-    // bucket lets its first search in whatever it costs: `other` may have spent its 20 ms already on a loaded
-    // machine (its searches above), and a 400 asked by a key in debt is refused first (CI, once: 429 for 400).
+    // Another key's answered search and a 400 are not refusals of search time. The answered one by a key of its own,
+    // whose fresh bucket lets its first search in whatever it costs: `other` may have spent its 20 ms already on a
+    // loaded machine (its searches above). The 400 too, though a key in debt gets its 400 as well (the test above).
     const [answered, badQuery] = [await server.key('reader'), await server.key('reader')];
     expect((await api(`${server.url}${SEARCH}?q=plum`, { key: answered })).status).to.equal(200);
     expect((await api(`${server.url}${SEARCH}?q=%22open`, { key: badQuery })).status).to.equal(400);

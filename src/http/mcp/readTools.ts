@@ -1,7 +1,7 @@
 import { changesSince } from '../../domain/changes.js';
 import { diffVersions, getHistory, getItemVersion } from '../../domain/history.js';
 import { getItem, MAX_LIST_LIMIT, selectItems } from '../../domain/itemReads.js';
-import { MAX_SEARCH_LIMIT, searchItems } from '../../domain/search.js';
+import { MAX_SEARCH_LIMIT, prepareSearch } from '../../domain/search.js';
 import { MAX_QUERY_LENGTH } from '../../domain/searchQuery.js';
 import { presentItem, presentSearchResult } from '../presenters.js';
 import { arguments_, FOLDER_PREFIX, PATH, VERSION } from './schemas.js';
@@ -30,9 +30,9 @@ export const search = tool<{ query: string; prefix?: string; limit?: number; cur
   ),
   annotations: { title: 'Search the knowledge store', ...READ_ONLY },
   run: async (args, { actor, repo, searchTime }) => {
-    const { results, nextCursor } = await searchTime.spend(actor.keyId, () =>
-      searchItems({ repo, actor, q: args.query, prefix: args.prefix, limit: args.limit, cursor: args.cursor }),
-    );
+    // Checked first, as the REST route does: a bad query is its own error, not "too much searching".
+    const search = prepareSearch({ repo, actor, q: args.query, prefix: args.prefix, limit: args.limit, cursor: args.cursor });
+    const { results, nextCursor } = await searchTime.spend(actor.keyId, search);
     return {
       results: results.map((r) => {
         const { path, score, snippet, item } = presentSearchResult(actor.orgId, r);

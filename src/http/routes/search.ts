@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { searchItems } from '../../domain/search.js';
+import { prepareSearch } from '../../domain/search.js';
 import { presentSearchResult } from '../presenters.js';
 import type { AppState } from '../state.js';
 import { validateQuery } from '../validation.js';
@@ -15,7 +15,9 @@ export function searchRoutes(deps: Pick<RouteDeps, 'searchTime'>): Router<AppSta
   router.get(`${API_PREFIX}/search`, async (ctx) => {
     const query = validateQuery.search(ctx.query);
     const { actor, repo } = ctx.state;
-    const { results, nextCursor } = await deps.searchTime.spend(actor.keyId, () => searchItems({ repo, actor, ...query }));
+    // Checked before the key's search time is asked: a bad query is its 400, whatever time the key has left.
+    const search = prepareSearch({ repo, actor, ...query });
+    const { results, nextCursor } = await deps.searchTime.spend(actor.keyId, search);
     ctx.body = { success: true, data: { results: results.map((r) => presentSearchResult(actor.orgId, r)), nextCursor } };
   });
 
