@@ -17,7 +17,10 @@ interface ApiCall {
   /** Below /api/v1/knowledge: '' (the list), '/items/docs/a.md', '/search'... */
   path: string;
   query?: Record<string, string | undefined>;
+  /** Sent as JSON. */
   body?: unknown;
+  /** Sent as they are, with their type (`item upload`); instead of `body`. */
+  bytes?: { data: Uint8Array; type: string };
   headers?: Record<string, string>;
   /** Aborts the request, and a stream's body with it (`item watch`'s idle timeout). */
   signal?: AbortSignal;
@@ -34,6 +37,8 @@ export interface ApiClient {
   call<T>(call: ApiCall): Promise<ApiAnswer<T>>;
   /** A successful event stream's answer, its body unread (`item watch`); a refusal is thrown as `call` throws it. */
   stream(call: ApiCall): Promise<Response>;
+  /** A successful answer of any type, its body unread (`item download`: a file's bytes); refusals as `call`. */
+  download(call: ApiCall): Promise<Response>;
 }
 
 /** An item path as a URL path: each segment encoded, the slashes kept. */
@@ -54,8 +59,11 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     const url = new URL(base.href + call.path);
     for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
     const headers: Record<string, string> = { Authorization: `Bearer ${options.key}`, Accept: accept, ...call.headers };
-    let body: string | undefined;
-    if (call.body !== undefined) {
+    let body: string | Uint8Array | undefined;
+    if (call.bytes !== undefined) {
+      body = call.bytes.data;
+      headers['Content-Type'] = call.bytes.type;
+    } else if (call.body !== undefined) {
       body = JSON.stringify(call.body);
       headers['Content-Type'] = 'application/json';
     }
@@ -81,6 +89,11 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         await res.body?.cancel();
         throw new ApiError({ status: res.status, url: `${url.origin}${url.pathname}`, message: `unexpected answer ${res.status}, ${res.headers.get('content-type') ?? 'no content type'} (not the knowledge store's event stream?)` });
       }
+      return res;
+    },
+    async download(call: ApiCall): Promise<Response> {
+      const { res, url } = await send(call, '*/*');
+      if (!res.ok) throw refusal(res, url, await envelopeOf(res));
       return res;
     },
   };

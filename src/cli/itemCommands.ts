@@ -7,13 +7,14 @@ import { itemUrlPath } from './apiClient.js';
 import { UsageError } from './errors.js';
 import { client, readStdin, withTarget, type Target } from './itemTarget.js';
 import { intIn, print, searchLines } from './output.js';
+import { addFileCommands } from './fileCommands.js';
 import { addStructuralCommands } from './structuralCommands.js';
 import { addTrashCommands } from './trashCommands.js';
 import { addVersionCommands } from './versionCommands.js';
 import { addWatchCommand } from './watchCommand.js';
 
 /**
- * `knowledge-store item ls|get|put|rm|search`, and beside them history, diff, rollback (versionCommands.ts),
+ * `knowledge-store item ls|get|put|rm|search`, and beside them upload, download (fileCommands.ts), history, diff, rollback (versionCommands.ts),
  * trash, restore, purge (trashCommands.ts), mv, commit, revert (structuralCommands.ts), changes and watch
  * (watchCommand.ts): the items of a running server, through its HTTP API (README, The API), so that scripts
  * need no curl. The server is $KNOWLEDGE_URL (or --url), the key $KNOWLEDGE_KEY (or --key); the key's
@@ -87,6 +88,7 @@ export function addItemCommands(program: Command): void {
       print(opts, searchLines(data.results), data.results);
     });
 
+  addFileCommands(item);
   addVersionCommands(item);
   addTrashCommands(item);
   addStructuralCommands(item);

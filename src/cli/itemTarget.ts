@@ -27,7 +27,12 @@ export function client(opts: Target): ApiClient {
 
 /** All of stdin, as text (the content of `item put` without --file, the operations of `item commit`). */
 export async function readStdin(): Promise<string> {
+  return (await readStdinBytes()).toString('utf8');
+}
+
+/** All of stdin, as bytes (`item upload` without --file). */
+export async function readStdinBytes(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }

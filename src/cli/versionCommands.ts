@@ -6,7 +6,7 @@ import { client, withTarget, type Target } from './itemTarget.js';
 import { print } from './output.js';
 
 /** A version number for an option or argument: from 1 (the item's creation); the API refuses past the last, with its own message. */
-function versionNumber(value: string): number {
+export function versionNumber(value: string): number {
   if (!/^[1-9]\d{0,9}$/.test(value)) throw new InvalidArgumentError("must be a version number (1 = the item's creation)");
   return Number(value);
 }

@@ -17,6 +17,8 @@ export const CLI = join(ROOT, 'dist/src/cli/main.js');
 export interface Run {
   code: number | null;
   stdout: string;
+  /** stdout as the bytes written (`item download` to stdout). */
+  stdoutBytes: Buffer;
   stderr: string;
 }
 
@@ -27,7 +29,7 @@ export async function requireBuilt(): Promise<void> {
   });
 }
 
-export function cli(args: string[], options: { env?: Record<string, string | undefined>; input?: string } = {}): Promise<Run> {
+export function cli(args: string[], options: { env?: Record<string, string | undefined>; input?: string | Buffer } = {}): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: '' };
   delete env.KNOWLEDGE_URL;
   delete env.KNOWLEDGE_KEY;
@@ -38,20 +40,23 @@ export function cli(args: string[], options: { env?: Record<string, string | und
   }
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'], timeout: 20_000 });
-    let stdout = '';
+    const out: Buffer[] = [];
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code) => {
+      const stdoutBytes = Buffer.concat(out);
+      resolve({ code, stdout: stdoutBytes.toString('utf8'), stdoutBytes, stderr });
+    });
     child.stdin.end(options.input ?? '');
   });
 }
 
 /** `ok` and `fails` against the server and key `env()` names (KNOWLEDGE_URL, KNOWLEDGE_KEY) when called. */
 export function cliAgainst(env: () => Record<string, string>): {
-  ok(args: string[], options?: { key?: string; input?: string }): Promise<string>;
-  fails(args: string[], code: number, message: RegExp, options?: { env?: Record<string, string | undefined>; input?: string }): Promise<Run>;
+  ok(args: string[], options?: { key?: string; input?: string | Buffer }): Promise<string>;
+  fails(args: string[], code: number, message: RegExp, options?: { env?: Record<string, string | undefined>; input?: string | Buffer }): Promise<Run>;
 } {
   return {
     /** Runs with the admin key (or `key`) in the environment; must succeed; returns stdout. */

@@ -1,0 +1,101 @@
+import { promises as fsp } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { Command } from 'commander';
+import { FILE_TYPES } from '../domain/fileTypes.js';
+import type { KnowledgeItem } from '../http/presenters.js';
+import type { FsPromises } from '../storage/fs/fs.js';
+import { writeFileDurable } from '../storage/fs/durable.js';
+import { itemUrlPath } from './apiClient.js';
+import { UsageError } from './errors.js';
+import { client, readStdinBytes, withTarget, type Target } from './itemTarget.js';
+import { print } from './output.js';
+import { versionNumber } from './versionCommands.js';
+
+/**
+ * `knowledge-store item upload|download`: file items (README, File items) through `PUT` and `GET /files/{path}`.
+ * An upload sends the bytes as they are, with a type the server can hold to the path's extension; the server
+ * extracts the text and makes it searchable. A download writes the original bytes back, byte for byte.
+ */
+export function addFileCommands(item: Command): void {
+  withTarget(item.command('upload <path>').description('create or update a file item (PDF, DOCX, HTML, text) from --file or stdin: the server extracts its text'))
+    .option('--file <file>', 'the file to send (default: stdin)')
+    .option('--type <mime>', "its MIME type (default: from the path's extension, then the file's; PDF and DOCX are also known by their bytes)")
+    .option('--name <name>', 'the original file name, offered on download (default: the name of --file, else the last segment of the path)')
+    .option('--if-match <etag>', 'only if the item still has this ETag (as `item get --json` shows it)')
+    .action(async (path: string, opts: Target & { file?: string; type?: string; name?: string; ifMatch?: string }) => {
+      const api = client(opts);
+      const fromStdin = !opts.file || opts.file === '-';
+      if (fromStdin && process.stdin.isTTY) throw new UsageError('give the file with --file <file> or on stdin');
+      const data = fromStdin ? await readStdinBytes() : await fsp.readFile(opts.file as string);
+      const type = opts.type ?? typeByExtension(path) ?? (fromStdin ? undefined : typeByExtension(opts.file as string)) ?? 'application/octet-stream';
+      const name = opts.name ?? (fromStdin ? undefined : basename(opts.file as string));
+      const headers: Record<string, string> = {};
+      // Header values travel as bytes read as Latin-1: the name's UTF-8 bytes, which the server reads back as UTF-8.
+      if (name !== undefined) headers['X-File-Name'] = Buffer.from(name, 'utf8').toString('latin1');
+      if (opts.ifMatch) headers['If-Match'] = opts.ifMatch;
+      const { data: answer, etag } = await api.call<{ item: KnowledgeItem }>({ method: 'PUT', path: `/files/${itemUrlPath(path)}`, bytes: { data, type }, headers });
+      const { content, ...rest } = answer.item;
+      const text = content?.length ?? 0;
+      print(
+        opts,
+        `Uploaded ${answer.item.path} (${answer.item.contentType ?? type}, ${answer.item.fileSize ?? data.length} bytes; ${text} characters of text extracted; ETag ${etag ?? 'none'})`,
+        { ...rest, extractedCharacters: text, etag },
+      );
+    });
+
+  withTarget(
+    item
+      .command('download')
+      .description("write a file item's original bytes to --output (a file, or a folder: the stored name) or to stdout")
+      .argument('<path>')
+      // An argument, as `item rollback` takes it: `--version` is the program's own option.
+      .argument('[version]', 'an earlier version (as `item history` numbers them); default the current one', versionNumber),
+  )
+    .option('-o, --output <file>', 'where to write them; an existing folder takes the file under its stored name; - is stdout')
+    .action(async (path: string, version: number | undefined, opts: Target & { output?: string }) => {
+      const toStdout = opts.output === undefined || opts.output === '-';
+      if (toStdout && opts.json) throw new UsageError("--json needs --output <file>: stdout holds the file's bytes");
+      if (toStdout && process.stdout.isTTY) throw new UsageError("the file's bytes would go to the terminal: give --output <file> or redirect stdout");
+      const res = await client(opts).download({ path: `/files/${itemUrlPath(path)}`, query: { version: version?.toString() } });
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      if (toStdout) {
+        await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (err) => (err ? reject(err) : resolve())));
+        return;
+      }
+      const storedName = dispositionName(res.headers.get('content-disposition'));
+      const isFolder = (await fsp.stat(opts.output as string).catch(() => null))?.isDirectory() ?? false;
+      const target = isFolder ? join(opts.output as string, storedName ?? basename(path)) : (opts.output as string);
+      // A temp file renamed into place: an interrupted download never leaves half a file under the name.
+      await writeFileDurable(fsp as unknown as FsPromises, target, bytes);
+      print(opts, `Wrote ${target} (${bytes.length} bytes, ${res.headers.get('content-type') ?? 'no type'})`, {
+        path,
+        output: target,
+        bytes: bytes.length,
+        contentType: res.headers.get('content-type'),
+        fileName: storedName,
+        etag: res.headers.get('etag'),
+      });
+    });
+}
+
+/** The first type whose extensions hold the name's (`.md` is markdown before plain text): the table the server checks. */
+function typeByExtension(name: string): string | undefined {
+  const extension = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase();
+  return extension === undefined ? undefined : FILE_TYPES.find((t) => t.extensions.includes(extension))?.mime;
+}
+
+/**
+ * The stored name from `Content-Disposition` (its exact UTF-8 form, `filename*`), reduced to one harmless segment:
+ * the server allows no folders in it, and the CLI does not trust that with where it writes.
+ */
+function dispositionName(header: string | null): string | undefined {
+  const encoded = /filename\*=UTF-8''([^;]+)/i.exec(header ?? '')?.[1];
+  if (encoded === undefined) return undefined;
+  let name: string;
+  try {
+    name = basename(decodeURIComponent(encoded));
+  } catch {
+    return undefined;
+  }
+  return name === '' || name === '.' || name === '..' ? undefined : name;
+}
