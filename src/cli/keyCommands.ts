@@ -25,7 +25,7 @@ export function addKeyCommands(program: Command): void {
     .addOption(dataDirOption())
     .addOption(jsonOption())
     .action(async (opts: Common & { org: string; role: string; name?: string; scope: string[] }) => {
-      const { orgs, keys } = stores(opts);
+      const { orgs, keys } = await stores(opts);
       const orgId = validateOrgId(opts.org);
       if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
       const scopes = opts.scope.length > 0 ? opts.scope : undefined;
@@ -46,7 +46,7 @@ export function addKeyCommands(program: Command): void {
     .addOption(dataDirOption())
     .addOption(jsonOption())
     .action(async (opts: Common & { org: string }) => {
-      const { orgs, keys } = stores(opts);
+      const { orgs, keys } = await stores(opts);
       const orgId = validateOrgId(opts.org);
       if (!(await orgs.exists(orgId))) throw new OrgNotFound({ orgId });
       const list = (await listKeys({ keys, orgId })).map(({ hash: _hash, ...k }) => k);
@@ -63,7 +63,7 @@ export function addKeyCommands(program: Command): void {
     .addOption(dataDirOption())
     .addOption(jsonOption())
     .action(async (keyId: string, opts: Common) => {
-      const { keys } = stores(opts);
+      const { keys } = await stores(opts);
       const revoked = await revokeKey({ keys, keyId });
       print(opts, `Revoked ${revoked.id} (${revoked.name}, organization ${revoked.orgId})`, { keyId: revoked.id, revokedAt: revoked.revokedAt });
     });
@@ -74,7 +74,7 @@ export function addKeyCommands(program: Command): void {
     .option('--out <file>', 'write to this file (created with mode 600) instead of stdout')
     .addOption(dataDirOption())
     .action(async (orgId: string, opts: Common & { out?: string }) => {
-      const { orgs, keys } = stores(opts);
+      const { orgs, keys } = await stores(opts);
       const exported = await exportKeys({ keys, orgId });
       if (exported.keys.length === 0 && !(await orgs.exists(exported.orgId))) throw new OrgNotFound({ orgId: exported.orgId });
       const text = `${JSON.stringify(exported, null, 2)}\n`;
@@ -93,7 +93,7 @@ export function addKeyCommands(program: Command): void {
     .addOption(dataDirOption())
     .addOption(jsonOption())
     .action(async (orgId: string, opts: Common & { file: string }) => {
-      const { orgs, keys } = stores(opts);
+      const { orgs, keys } = await stores(opts);
       const id = validateOrgId(orgId);
       if (!(await orgs.exists(id))) throw new OrgNotFound({ orgId: id });
       const result = await importKeys({ keys, orgId: id, text: await fsp.readFile(opts.file, 'utf8') });

@@ -1,6 +1,6 @@
 import { Option } from 'commander';
 import { loadConfig } from '../app/config.js';
-import { openAdminStore, type Store } from '../app/store.js';
+import type { Store } from '../app/store.js';
 import { createLogger } from '../common/log.js';
 
 /** What every admin command takes: where the data is, and whether to print JSON. */
@@ -9,9 +9,15 @@ export interface Common {
   json?: boolean;
 }
 
-/** The data directory's stores, shared safely with a running server (keys under the file's lock). */
-export function stores(opts: Common): Store & { serverPid(): Promise<number | null> } {
+/**
+ * The data directory's stores, shared safely with a running server (keys under the file's lock). The store's
+ * modules (git, the search index's SQLite, the HTTP app they share code with) are loaded here, when an admin
+ * command runs, not when the program starts: an `item` command, which talks HTTP, never loads them (README,
+ * The command line: what a command costs to start).
+ */
+export async function stores(opts: Common): Promise<Store & { serverPid(): Promise<number | null> }> {
   const config = loadConfig(process.env, { dataDir: opts.dataDir, logLevel: 'warn' });
+  const { openAdminStore } = await import('../app/store.js');
   return openAdminStore({ dataDir: config.dataDir, logger: createLogger({ level: 'warn' }) });
 }
 

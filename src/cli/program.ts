@@ -1,8 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Command, Option, type OutputConfiguration } from 'commander';
 import { loadConfig, type ConfigOverrides } from '../app/config.js';
-import { startServer } from '../app/server.js';
-import { openExclusiveStore, type Store } from '../app/store.js';
+import type { Store } from '../app/store.js';
 import { isKnowledgeError } from '../common/errors.js';
 import { packageVersion } from '../common/packageInfo.js';
 import { createLogger } from '../common/log.js';
@@ -33,6 +32,8 @@ async function ownedStores(opts: Common, progress: Progress): Promise<Store | nu
   const config = loadConfig(process.env, { dataDir: opts.dataDir, logLevel: 'warn' });
   const logger = createLogger({ level: 'info', write: (line) => showLogLine(line, progress) });
   try {
+    // Loaded when needed, as stores() loads its own: an `item` command starts without them.
+    const { openExclusiveStore } = await import('../app/store.js');
     return await openExclusiveStore({ dataDir: config.dataDir, logger });
   } catch (err) {
     if (isKnowledgeError(err) && err.code === 'DATA_DIR_IN_USE') return null;
@@ -99,6 +100,8 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
       const config = loadConfig(process.env, opts);
       // Buffered: one write per hundred access lines, not per line (README, Logs: what a kill -9 can lose).
       const logger = createLogger({ level: config.logLevel, buffer: true });
+      // The server's modules are loaded by the one command that serves, not by every command at its start.
+      const { startServer } = await import('../app/server.js');
       const server = await startServer({ config, logger });
       logger.flush(); // the start's lines (a recovery hint, say) come out before the line that says it listens
       process.stdout.write(`Knowledge store listening on ${server.url} (data: ${config.dataDir})\n`);
@@ -126,7 +129,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .addOption(dataDirOption())
     .addOption(jsonOption())
     .action(async (orgId: string, opts: Common) => {
-      const { orgs, keys } = stores(opts);
+      const { orgs, keys } = await stores(opts);
       const created = await createOrganization({ orgs, keys, orgId });
       print(opts, created.secret, { orgId: created.orgId, keyId: created.keyId, key: created.secret });
     });
@@ -137,7 +140,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .addOption(dataDirOption())
     .addOption(jsonOption())
     .action(async (opts: Common) => {
-      const { orgs } = stores(opts);
+      const { orgs } = await stores(opts);
       const list = [];
       for (const orgId of await orgs.list()) list.push({ orgId, ...(await orgs.countItems(orgId)) });
       const rows = list.map((o) => [o.orgId, o.items, o.trashed].join('\t'));
@@ -152,7 +155,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .addOption(dataDirOption())
     .addOption(jsonOption())
     .action(async (orgId: string, opts: Common & { from: string; keys?: string }) => {
-      const { orgs, keys } = stores(opts);
+      const { orgs, keys } = await stores(opts);
       // The key file is read and checked before anything is cloned: a wrong file refuses the whole import.
       const keyRecords = opts.keys === undefined ? undefined : readKeyExport(await readFile(opts.keys, 'utf8'), validateOrgId(orgId));
       const progress = createProgress();
@@ -181,7 +184,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
       // The search index is checked only by its one writer: this command, when no server holds the directory.
       const progress = createProgress();
       const owned = await ownedStores(opts, progress);
-      const { orgs } = owned ?? stores(opts);
+      const { orgs } = owned ?? (await stores(opts));
       if (!owned && !opts.json) progress.log('A server holds the data directory: its search index is not checked.');
       const checking = opts.json ? silentProgress : progress;
       try {
@@ -243,7 +246,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     .addOption(dataDirOption())
     .addOption(jsonOption())
     .action(async (opts: Common & { org?: string; full?: boolean }) => {
-      const store = stores(opts);
+      const store = await stores(opts);
       const { orgs } = store;
       const ids = opts.org ? [validateOrgId(opts.org)] : await orgs.list();
       // Beside a running server only the geometric repack runs: it deletes only the packs it rolled up, so

@@ -1,0 +1,71 @@
+import { promises as nodeFs } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { CLI, ROOT, closedPort, requireBuilt } from './support/cliRun.js';
+import { tmpDir } from './support/tmp.js';
+
+/**
+ * What a command loads before it runs (README, The command line: "What a command costs to start"). The store's
+ * modules (git, SQLite, the HTTP app and their packages) took ~1.7 s of the 2 s every `knowledge-store` call
+ * spent starting; only the commands that use them load them now. Checked by the modules a command loads (a load
+ * hook, test/support/moduleTrace.mjs), not by its time, which a loaded machine would make noise of.
+ */
+const HEAVY = ['koa', '@koa/router', 'isomorphic-git', 'node-sqlite3-wasm', 'ajv', 'unpdf', 'mammoth', '@modelcontextprotocol/sdk', 'prom-client', 'file-type'];
+const SERVER_MODULES = ['dist/src/app/server.js', 'dist/src/app/store.js', 'dist/src/http/app.js'];
+
+async function modulesLoadedBy(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; urls: string[]; stderr: string }> {
+  const { dir, cleanup } = await tmpDir('cli-startup-');
+  try {
+    const out = join(dir, 'modules.txt');
+    const child = spawn(process.execPath, ['--import', './test/support/moduleTrace.mjs', CLI, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, LOG_LEVEL: '', KNOWLEDGE_URL: '', KNOWLEDGE_DATA_DIR: '', ...env, MODULE_TRACE_OUT: out },
+      stdio: ['ignore', 'ignore', 'pipe'],
+      timeout: 30_000,
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', resolve);
+    });
+    const urls = (await nodeFs.readFile(out, 'utf8')).split('\n').filter(Boolean);
+    return { code, urls, stderr };
+  } finally {
+    await cleanup();
+  }
+}
+
+const packagesOf = (urls: string[]): Set<string> =>
+  new Set(urls.flatMap((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1] ?? []));
+
+describe('cli start-up: a command loads only what it uses', function () {
+  this.timeout(60_000);
+  before(requireBuilt);
+
+  it('the item commands (HTTP clients) load no server, store or extraction module', async () => {
+    // Nothing listens at the URL: each command runs as far as its first request, which fails.
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    for (const args of [['item', 'ls', '--url', url], ['item', 'upload', 'a.md', '--file', 'README.md', '--url', url], ['item', 'watch', '--count', '1', '--url', url], ['--help']]) {
+      const run = await modulesLoadedBy(args, { KNOWLEDGE_KEY: 'ks_x' });
+      expect(run.urls.length, `${args.join(' ')}: the trace saw its modules (${run.stderr})`).to.be.greaterThan(20);
+      expect(run.urls.some((u) => u.endsWith('/dist/src/cli/program.js')), 'the program itself was traced').to.equal(true);
+      const packages = packagesOf(run.urls);
+      expect(HEAVY.filter((p) => packages.has(p)), `${args.join(' ')} loaded`).to.deep.equal([]);
+      expect(SERVER_MODULES.filter((m) => run.urls.some((u) => u.endsWith(`/${m}`))), `${args.join(' ')} loaded`).to.deep.equal([]);
+    }
+  });
+
+  it('an admin command loads the store when it runs (the trace would see a static import of it as well)', async () => {
+    const { dir, cleanup } = await tmpDir('cli-startup-data-');
+    try {
+      const run = await modulesLoadedBy(['org', 'list', '--data-dir', dir]);
+      expect(run.code, run.stderr).to.equal(0);
+      expect(run.urls.some((u) => u.endsWith('/dist/src/app/store.js'))).to.equal(true);
+      expect(packagesOf(run.urls).has('isomorphic-git')).to.equal(true);
+    } finally {
+      await cleanup();
+    }
+  });
+});
