@@ -5,6 +5,7 @@ import type { Store } from '../app/store.js';
 import { isKnowledgeError } from '../common/errors.js';
 import { packageVersion } from '../common/packageInfo.js';
 import { createLogger } from '../common/log.js';
+import { withoutYoungGrowth } from '../common/youngGeneration.js';
 import { OrgNotFound } from '../domain/errors.js';
 import { STORE_RULES } from '../domain/integrity.js';
 import { importOrganization } from '../domain/orgImport.js';
@@ -33,7 +34,7 @@ async function ownedStores(opts: Common, progress: Progress): Promise<Store | nu
   const logger = createLogger({ level: 'info', write: (line) => showLogLine(line, progress) });
   try {
     // Loaded when needed, as stores() loads its own: an `item` command starts without them.
-    const { openExclusiveStore } = await import('../app/store.js');
+    const { openExclusiveStore } = await withoutYoungGrowth(() => import('../app/store.js'));
     return await openExclusiveStore({ dataDir: config.dataDir, logger });
   } catch (err) {
     if (isKnowledgeError(err) && err.code === 'DATA_DIR_IN_USE') return null;
@@ -101,7 +102,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
       // Buffered: one write per hundred access lines, not per line (README, Logs: what a kill -9 can lose).
       const logger = createLogger({ level: config.logLevel, buffer: true });
       // The server's modules are loaded by the one command that serves, not by every command at its start.
-      const { startServer } = await import('../app/server.js');
+      const { startServer } = await withoutYoungGrowth(() => import('../app/server.js'));
       const server = await startServer({ config, logger });
       logger.flush(); // the start's lines (a recovery hint, say) come out before the line that says it listens
       process.stdout.write(`Knowledge store listening on ${server.url} (data: ${config.dataDir})\n`);
