@@ -57,6 +57,12 @@ describe('cli item commands (against a running server)', function () {
     ]);
     const versions = JSON.parse(await ok(['item', 'history', 'docs/history.md', '--json'])) as Array<{ version: number; message: string }>;
     expect(versions.map((v) => v.version)).to.deep.equal([2, 1]);
+    // Each version's content, as history numbers them; past the last, the server's 404.
+    expect(await ok(['item', 'get', 'docs/history.md', '1'])).to.equal('a');
+    expect(await ok(['item', 'get', 'docs/history.md', '2'])).to.equal('b');
+    expect(JSON.parse(await ok(['item', 'get', 'docs/history.md', '1', '--json']))).to.include({ content: 'a', path: 'docs/history.md' });
+    await fails(['item', 'get', 'docs/history.md', '3'], 1, /^knowledge-store: Version not found\n$/);
+    await fails(['item', 'get', 'docs/history.md', 'first'], 2, /must be a version number/);
   });
 
   it('ls pages through every item, sorted by path; --prefix keeps to a folder', async () => {

@@ -10,7 +10,7 @@ import { intIn, print, searchLines } from './output.js';
 import { addFileCommands } from './fileCommands.js';
 import { addStructuralCommands } from './structuralCommands.js';
 import { addTrashCommands } from './trashCommands.js';
-import { addVersionCommands } from './versionCommands.js';
+import { addVersionCommands, versionNumber } from './versionCommands.js';
 import { addWatchCommand } from './watchCommand.js';
 
 /**
@@ -45,9 +45,16 @@ export function addItemCommands(program: Command): void {
       print(opts, items.map((i) => `${i.path}\t${i.updatedAt}`).join('\n') || 'No items.', items);
     });
 
-  withTarget(item.command('get <path>').description('print the content of an item (--json: the item, with its ETag)'))
-    .action(async (path: string, opts: Target) => {
-      const { data, etag } = await client(opts).call<{ item: KnowledgeItem }>({ path: `/items/${itemUrlPath(path)}` });
+  withTarget(
+    item
+      .command('get')
+      .description('print the content of an item, or of one of its versions (--json: the item, with its ETag)')
+      .argument('<path>')
+      .argument('[version]', 'a version as `item history` numbers them (1 = its creation); default the current one', versionNumber),
+  )
+    .action(async (path: string, version: number | undefined, opts: Target) => {
+      const query = { version: version?.toString() };
+      const { data, etag } = await client(opts).call<{ item: KnowledgeItem }>({ path: `/items/${itemUrlPath(path)}`, query });
       // The content exactly as stored, so that `item get a.md > f && item put a.md --file f` changes nothing.
       if (opts.json) print(opts, '', { ...data.item, etag } satisfies ItemWithEtag);
       else process.stdout.write(data.item.content ?? '');
