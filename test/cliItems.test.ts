@@ -123,6 +123,23 @@ describe('cli item commands (against a running server)', function () {
     const run = await fails(['item', 'search', 'x', '--limit', 'many', '--json'], 2, /./);
     expect(JSON.parse(run.stderr)).to.include({ code: 'USAGE_ERROR' });
   });
+
+  it('content that is not UTF-8 is refused before anything is sent (never stored with U+FFFD); a BOM is kept', async () => {
+    const binary = Buffer.from([0x25, 0x50, 0x44, 0x46, 0x2d, 0xe2, 0xe3, 0xcf, 0xd3, 0x0a]);
+    await fails(['item', 'put', 'bin/a.md'], 2, /^knowledge-store: stdin is not UTF-8 text: a PDF, DOCX or other document goes in with `item upload`\n$/, { input: binary });
+    const dir = await tmpDir('cli-utf8-');
+    try {
+      const file = join(dir.dir, 'scan.md');
+      await nodeFs.writeFile(file, binary);
+      await fails(['item', 'put', 'bin/a.md', '--file', file], 2, new RegExp(`^knowledge-store: ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not UTF-8 text`));
+      await fails(['item', 'commit', '--file', file], 2, /is not UTF-8 text\n$/);
+    } finally {
+      await dir.cleanup();
+    }
+    expect((await api(`${cs.server.url}/api/v1/knowledge/items/bin/a.md`, { key: cs.server.adminKey })).status, 'nothing was stored').to.equal(404);
+    await ok(['item', 'put', 'bin/bom.md'], { input: Buffer.from('\ufeff# Title\n', 'utf8') });
+    expect(await ok(['item', 'get', 'bin/bom.md'])).to.equal('\ufeff# Title\n');
+  });
 });
 
 describe('cli org list', function () {

@@ -1,11 +1,10 @@
-import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import type { KnowledgeItem, presentSearchResult } from '../http/presenters.js';
 import { MAX_LIST_LIMIT } from '../domain/itemReads.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT } from '../domain/search.js';
 import { itemUrlPath } from './apiClient.js';
 import { UsageError } from './errors.js';
-import { client, readStdin, withTarget, type Target } from './itemTarget.js';
+import { client, readText, withTarget, type Target } from './itemTarget.js';
 import { intIn, print, searchLines } from './output.js';
 import { addFileCommands } from './fileCommands.js';
 import { addStructuralCommands } from './structuralCommands.js';
@@ -67,7 +66,7 @@ export function addItemCommands(program: Command): void {
     .action(async (path: string, opts: Target & { file?: string; message?: string; ifMatch?: string }) => {
       const api = client(opts);
       if (!opts.file && process.stdin.isTTY) throw new UsageError('give the content with --file <file> or on stdin');
-      const content = opts.file && opts.file !== '-' ? await readFile(opts.file, 'utf8') : await readStdin();
+      const content = await readText(opts.file, ': a PDF, DOCX or other document goes in with `item upload`');
       const { data, etag } = await api.call<{ item: KnowledgeItem }>({
         method: 'PUT',
         path: `/items/${itemUrlPath(path)}`,

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { DEFAULTS } from '../app/config.js';
 import { createApiClient, type ApiClient } from './apiClient.js';
@@ -25,9 +26,20 @@ export function client(opts: Target): ApiClient {
   return createApiClient({ url: opts.url, key: opts.key });
 }
 
-/** All of stdin, as text (the content of `item put` without --file, the operations of `item commit`). */
-export async function readStdin(): Promise<string> {
-  return (await readStdinBytes()).toString('utf8');
+/**
+ * The text of `file` (or of stdin, for none or `-`): the content of `item put`, the operations of `item commit`.
+ * Bytes that are not UTF-8 are a usage error naming the source, never text with U+FFFD in place of what they held
+ * (a PDF given to `item put` would be stored as such); `hint` says what to do instead. A byte order mark is kept:
+ * the content is stored exactly as given.
+ */
+export async function readText(file: string | undefined, hint = ''): Promise<string> {
+  const fromStdin = file === undefined || file === '-';
+  const bytes = fromStdin ? await readStdinBytes() : await readFile(file);
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new UsageError(`${fromStdin ? 'stdin' : file} is not UTF-8 text${hint}`);
+  }
 }
 
 /** All of stdin, as bytes (`item upload` without --file). */

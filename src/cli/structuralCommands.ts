@@ -1,8 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type { KnowledgeItem } from '../http/presenters.js';
 import { ApiError, UsageError } from './errors.js';
-import { client, readStdin, withTarget, type Target } from './itemTarget.js';
+import { client, readText, withTarget, type Target } from './itemTarget.js';
 import { print } from './output.js';
 
 /**
@@ -53,7 +52,7 @@ export function addStructuralCommands(item: Command): void {
     .action(async (opts: Target & { file?: string; message?: string }) => {
       if (!opts.file && process.stdin.isTTY) throw new UsageError('give the operations with --file <file> or on stdin');
       const source = opts.file && opts.file !== '-' ? opts.file : 'stdin';
-      const text = source === 'stdin' ? await readStdin() : await readFile(source, 'utf8');
+      const text = await readText(opts.file);
       const { operations, message } = parseOperations(text, source);
       const api = client(opts);
       let answer: { commitId: string | null; items: CommitItem[] };
