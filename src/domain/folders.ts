@@ -22,7 +22,8 @@ export interface FolderRuleView {
  * folder's name alone.
  */
 function validateFolder(actor: Actor, folder: string): string {
-  const prefix = validateFolderPrefix(`${folder}/`);
+  // `docs/` as the rest of the API writes a folder (prefix=, scopes), or `docs`: the same folder.
+  const prefix = validateFolderPrefix(folder.endsWith('/') ? folder : `${folder}/`);
   requireInScope(actor, prefix);
   return prefix.slice(0, -1);
 }

@@ -169,6 +169,8 @@ describe('HTTP folder rules: GET /folders, GET/PUT /folders/{folder}', function 
       ]);
       const ab = ruleOf(await getRule(server, admin, 'a/b'));
       expect([ab.folder, ab.requiredReadPermission, ab.requiredWritePermission]).to.deep.equal(['a/b', 'knowledge:admin', 'inherit']);
+      // Written as the rest of the API writes folders (prefix=, scopes): the same folder.
+      expect(ruleOf(await getRule(server, admin, 'a/b/'))).to.deep.equal(ab);
       expect(ab.updatedAt).to.match(ISO);
       // A folder without a rule of its own reads inherit, whatever its ancestors say.
       expect(ruleOf(await getRule(server, admin, 'a/b/c/d'))).to.deep.equal({
@@ -191,6 +193,7 @@ describe('HTTP folder rules: GET /folders, GET/PUT /folders/{folder}', function 
       const rule = ruleOf(await putRule(server, admin, 'a/b', { requiredReadPermission: 'knowledge:admin' }));
       expect(rule.requiredReadPermission).to.equal('knowledge:admin');
       expect(ruleOf(await putRule(server, admin, 'a/b', {})).requiredReadPermission).to.equal('knowledge:admin');
+      expect(ruleOf(await putRule(server, admin, 'a/b/', { requiredReadPermission: 'knowledge:admin' }))).to.include({ folder: 'a/b', requiredReadPermission: 'knowledge:admin' });
       expect(await commitCount(server.gitdir())).to.equal(before);
     });
 
@@ -292,7 +295,7 @@ describe('HTTP folder rules: GET /folders, GET/PUT /folders/{folder}', function 
         await expectRefusedNoCommit(server, () => sendRaw(server, admin, 'PUT', '/folders/a/b', c.body, c.contentType), c.status);
       });
     }
-    for (const folder of ['.trash', '.knowledge', 'A', 'a/.hidden', 'a b', 'a/b/c/d/e/f', 'a%2F%2Fb']) {
+    for (const folder of ['.trash', '.knowledge', 'A', 'a/.hidden', 'a b', 'a/b/c/d/e/f', 'a%2F%2Fb', 'a//', 'a/b//']) {
       it(`invalid folder ${JSON.stringify(folder)}: 400 on PUT and GET`, async () => {
         await expectRefusedNoCommit(server, () => putRule(server, admin, folder, { requiredReadPermission: 'knowledge:admin' }), 400, /^Invalid path: /);
         expectError(await getRule(server, admin, folder), 400, /^Invalid path: /);
