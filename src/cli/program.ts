@@ -13,6 +13,7 @@ import { readKeyExport } from '../domain/keyTransfer.js';
 import { createOrganization, validateOrgId } from '../domain/orgs.js';
 import { ROLES, type Role } from '../domain/permissions.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, searchItems } from '../domain/search.js';
+import { addFolderCommands } from './folderCommands.js';
 import { addItemCommands } from './itemCommands.js';
 import { addKeyCommands } from './keyCommands.js';
 import { dataDirOption, stores, type Common } from './localStore.js';
@@ -275,6 +276,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     });
 
   addItemCommands(program);
+  addFolderCommands(program);
 
   return program;
 }
