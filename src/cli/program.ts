@@ -19,6 +19,7 @@ import { addKeyCommands } from './keyCommands.js';
 import { dataDirOption, stores, type Common } from './localStore.js';
 import { intIn, jsonOption, print, searchLines } from './output.js';
 import { createProgress, silentProgress, type Progress } from './progress.js';
+import { addWebhookCommands } from './webhookCommands.js';
 
 /**
  * `knowledge-store`: the server and the admin commands (see README, Configuration). Results
@@ -277,6 +278,7 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
 
   addItemCommands(program);
   addFolderCommands(program);
+  addWebhookCommands(program);
 
   return program;
 }
