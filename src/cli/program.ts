@@ -13,11 +13,13 @@ import { readKeyExport } from '../domain/keyTransfer.js';
 import { createOrganization, validateOrgId } from '../domain/orgs.js';
 import { ROLES, type Role } from '../domain/permissions.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, searchItems } from '../domain/search.js';
+import { addFolderCommands } from './folderCommands.js';
 import { addItemCommands } from './itemCommands.js';
 import { addKeyCommands } from './keyCommands.js';
 import { dataDirOption, stores, type Common } from './localStore.js';
 import { intIn, jsonOption, print, searchLines } from './output.js';
 import { createProgress, silentProgress, type Progress } from './progress.js';
+import { addWebhookCommands } from './webhookCommands.js';
 
 /**
  * `knowledge-store`: the server and the admin commands (see README, Configuration). Results
@@ -279,6 +281,8 @@ export function buildProgram(options: { output?: OutputConfiguration } = {}): Co
     });
 
   addItemCommands(program);
+  addFolderCommands(program);
+  addWebhookCommands(program);
 
   return program;
 }

@@ -4,12 +4,13 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import type { Config } from '../../src/app/config.js';
 import { startTestServer, type TestServer } from './server.js';
 
 /**
- * `knowledge-store …` as a child process (test/cliItems.test.ts, test/cliChanges.test.ts): results on stdout,
- * the server's own message on stderr and exit 1 when it refuses, exit 2 for a wrong command line. Runs the
- * build in dist/ (`npm test` builds first).
+ * `knowledge-store …` as a child process (test/cliItems.test.ts, test/cliChanges.test.ts, test/cliAdmin.test.ts):
+ * results on stdout, the server's own message on stderr and exit 1 when it refuses, exit 2 for a wrong command
+ * line. Runs the build in dist/ (`npm test` builds first).
  */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI = join(ROOT, 'dist/src/cli/main.js');
@@ -89,15 +90,16 @@ export async function closedPort(): Promise<number> {
 
 /**
  * A real server for the describe block it is called in (started before its tests, closed after them), with `ok`
- * and `fails` against it under its admin key, and a writer key.
+ * and `fails` against it under its admin key, and a writer key. `config` as startTestServer takes it (the webhook
+ * commands' tests deliver to 127.0.0.1, a private address the default refuses).
  */
-export function cliServer(): ReturnType<typeof cliAgainst> & { readonly server: TestServer; readonly writerKey: string } {
+export function cliServer(config?: Partial<Config>): ReturnType<typeof cliAgainst> & { readonly server: TestServer; readonly writerKey: string } {
   let server: TestServer | undefined;
   let writerKey = '';
   let env: Record<string, string> = {};
   before(async () => {
     await requireBuilt();
-    server = await startTestServer();
+    server = await startTestServer({ config });
     env = { KNOWLEDGE_URL: server.url, KNOWLEDGE_KEY: server.adminKey };
     writerKey = await server.key('writer');
   });
