@@ -44,10 +44,11 @@ describe('cli start-up: a command loads only what it uses', function () {
   this.timeout(60_000);
   before(requireBuilt);
 
-  it('the item commands (HTTP clients) load no server, store or extraction module', async () => {
+  it('the item, folder and webhook commands (HTTP clients) load no server, store or extraction module', async () => {
     // Nothing listens at the URL: each command runs as far as its first request, which fails.
     const url = `http://127.0.0.1:${await closedPort()}`;
-    for (const args of [['item', 'ls', '--url', url], ['item', 'upload', 'a.md', '--file', 'README.md', '--url', url], ['item', 'watch', '--count', '1', '--url', url], ['--help']]) {
+    const http = [['item', 'ls'], ['item', 'upload', 'a.md', '--file', 'README.md'], ['item', 'watch', '--count', '1'], ['folder', 'ls'], ['webhook', 'ls']];
+    for (const args of [...http.map((a) => [...a, '--url', url]), ['--help']]) {
       const run = await modulesLoadedBy(args, { KNOWLEDGE_KEY: 'ks_x' });
       expect(run.urls.length, `${args.join(' ')}: the trace saw its modules (${run.stderr})`).to.be.greaterThan(20);
       expect(run.urls.some((u) => u.endsWith('/dist/src/cli/program.js')), 'the program itself was traced').to.equal(true);

@@ -14,9 +14,9 @@ import { print } from './output.js';
  */
 
 /**
- * A folder as the route wants it: `docs/` or `docs` alike (the `--prefix docs/` of other commands), without the
- * slash, which the server reads as an empty last segment. No folder at all would be the list's route (GET
- * /folders/ answers the list), so it is refused here.
+ * A folder as the route takes it: `docs/` or `docs` alike (the `--prefix docs/` of other commands; the server
+ * takes both too), sent without the slash. No folder at all would be the list's route (GET /folders/ answers the
+ * list), so it is refused here.
  */
 function folderUrl(folder: string): string {
   const name = folder.replace(/\/$/, '');
