@@ -124,6 +124,14 @@ describe('cli item commands (against a running server)', function () {
     expect(JSON.parse(run.stderr)).to.include({ code: 'USAGE_ERROR' });
   });
 
+  it('a path with a . or .. segment is refused (exit 2) rather than resolved by the URL to another item', async () => {
+    await ok(['item', 'put', 'keep.md'], { input: 'keep me' });
+    for (const args of [['item', 'rm', 'docs/../keep.md'], ['item', 'get', './keep.md'], ['item', 'history', 'a/./keep.md'], ['folder', 'get', '../docs/']]) {
+      await fails(args, 2, /^knowledge-store: not an item path: ".*" \(no segment may be \. or \.\.\)\n$/);
+    }
+    expect(await ok(['item', 'get', 'keep.md'])).to.equal('keep me');
+  });
+
   it('content that is not UTF-8 is refused before anything is sent (never stored with U+FFFD); a BOM is kept', async () => {
     const binary = Buffer.from([0x25, 0x50, 0x44, 0x46, 0x2d, 0xe2, 0xe3, 0xcf, 0xd3, 0x0a]);
     await fails(['item', 'put', 'bin/a.md'], 2, /^knowledge-store: stdin is not UTF-8 text: a PDF, DOCX or other document goes in with `item upload`\n$/, { input: binary });

@@ -41,8 +41,16 @@ export interface ApiClient {
   download(call: ApiCall): Promise<Response>;
 }
 
-/** An item path as a URL path: each segment encoded, the slashes kept. */
-export const itemUrlPath = (path: string): string => path.split('/').map(encodeURIComponent).join('/');
+/**
+ * An item path as a URL path: each segment encoded, the slashes kept. A `.` or `..` segment is refused: a URL
+ * resolves them (as `%2e` too) before the request is sent, so `item rm docs/../plan.md` would delete `plan.md`,
+ * an item the command line never named. The server refuses such paths anyway (no segment may start with ".").
+ */
+export function itemUrlPath(path: string): string {
+  const segments = path.split('/');
+  if (segments.some((s) => s === '.' || s === '..')) throw new UsageError(`not an item path: "${path}" (no segment may be . or ..)`);
+  return segments.map(encodeURIComponent).join('/');
+}
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
   let base: URL;
