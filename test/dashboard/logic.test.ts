@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { createTwoFilesPatch } from 'diff';
 import { effectiveRequirement } from '../../src/dashboard/client/access.js';
+import { ApiError } from '../../src/dashboard/client/apiError.js';
+import { encodePath } from '../../src/dashboard/client/urlPath.js';
 import { diffHunks, diffStats, sideBySide } from '../../src/dashboard/client/diff.js';
 import { snippetParts } from '../../src/dashboard/client/snippet.js';
 import { buildTree, filterPaths } from '../../src/dashboard/client/tree.js';
@@ -140,5 +142,17 @@ describe('Dashboard logic: diff parsing, the folder tree, inherited requirements
       expect(parts.at(-2)?.marked).to.equal(true);
       expect(parts.at(-1)).to.deep.equal({ text: '…', marked: false });
     });
+  });
+});
+
+describe('dashboard: item paths in URLs', () => {
+  it('encodes each segment and keeps the slashes', () => {
+    expect(encodePath('docs/a b/c#d.md')).to.equal('docs/a%20b/c%23d.md');
+  });
+
+  it('refuses a . or .. segment with the server\'s message, which fetch would resolve to another path', () => {
+    for (const path of ['docs/../plan.md', './plan.md', 'a/./b.md', '..']) {
+      expect(() => encodePath(path), path).to.throw(ApiError, 'Invalid path: no segment may be empty or start with "."');
+    }
   });
 });

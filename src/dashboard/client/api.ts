@@ -1,20 +1,10 @@
+import { ApiError } from './apiError.js';
+import { encodePath } from './urlPath.js';
 import type { ApiKey, FolderRule, Item, RevertOutcome, SearchPage, Tagged, TrashItem, Version } from './types.js';
 
-/** A failed call: `status` 0 when the server could not be reached at all. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ApiError';
-  }
-}
+export { ApiError, encodePath };
 
 const BASE = '/api/v1/knowledge';
-
-/** Item paths are a-z 0-9 - _ . / ; each segment is still encoded, never trusted. */
-export const encodePath = (path: string): string => path.split('/').map(encodeURIComponent).join('/');
 
 /**
  * The admin API over same-origin fetch, with the key as a Bearer token.
