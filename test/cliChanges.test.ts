@@ -284,6 +284,33 @@ describe('cli item watch (against a running server, restarted)', function () {
     }
   });
 
+  it('a slow-reader end (the server dropping a client that stopped reading) connects again from the last event printed: no gap, no duplicate', async () => {
+    // A stand-in: the first stream sends one event, then ends it as the server ends a client that stopped reading;
+    // the next must ask from that id, and gets the commit after it.
+    const at = (c: string, path: string) => ({ organizationId: 'default', commitId: c.repeat(40), timestamp: '2026-12-02T00:00:00.000Z', changes: [{ id: 'i', path, change: 'created', commitId: c.repeat(40), timestamp: '2026-12-02T00:00:00.000Z' }] });
+    const [first, second] = [at('a', 's/one.md'), at('b', 's/two.md')];
+    const asked: Array<string | undefined> = [];
+    const ending = createServer((req, res) => {
+      const from = req.headers['last-event-id'];
+      asked.push(typeof from === 'string' ? from : undefined);
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      if (asked.length === 1) {
+        res.end(`retry: 100\nid: ${first.commitId}\ndata: ${JSON.stringify(first)}\n\nevent: end\ndata: ${JSON.stringify({ reason: 'slow-reader', lastEventId: first.commitId })}\n\n`);
+      } else if (from === first.commitId) res.end(`id: ${second.commitId}\ndata: ${JSON.stringify(second)}\n\n`);
+      else res.end(`id: ${first.commitId}\ndata: ${JSON.stringify(first)}\n\n`); // asked from elsewhere: a duplicate the test sees
+    });
+    await new Promise<void>((resolve) => ending.listen(0, '127.0.0.1', resolve));
+    try {
+      const watch = watcher(['--count', '2'], { KNOWLEDGE_URL: `http://127.0.0.1:${(ending.address() as AddressInfo).port}`, KNOWLEDGE_KEY: 'ks_default_x' });
+      expect(await watch.exit, watch.err()).to.equal(0);
+      expect(watch.out()).to.equal(`2026-12-02T00:00:00.000Z\t${'a'.repeat(12)}\tcreated\ts/one.md\n2026-12-02T00:00:00.000Z\t${'b'.repeat(12)}\tcreated\ts/two.md\n`);
+      expect(watch.err()).to.match(/^knowledge-store: the server ended the stream \(slow-reader\); connecting again in 0\.1 s\n/);
+      expect(asked).to.deep.equal([undefined, first.commitId]);
+    } finally {
+      await new Promise((resolve) => ending.close(resolve));
+    }
+  });
+
   it('once connected, a server answering 503 or 429 (restarting, a slot not yet freed) is waited for, not a failure', async () => {
     // A stand-in: the first stream ends at once, the next two attempts are refused as a restarting server would be.
     const event = { organizationId: 'default', commitId: 'e'.repeat(40), timestamp: '2026-12-02T00:00:00.000Z', changes: [{ id: 'i', path: 'r/a.md', change: 'created', commitId: 'e'.repeat(40), timestamp: '2026-12-02T00:00:00.000Z' }] };
