@@ -15,7 +15,7 @@ type Delivery = NonNullable<WebhookView['lastDelivery']>;
  * message (exit 1), and a wrong command line refused before anything is sent (exit 2).
  */
 describe('cli folder commands (against a running server)', function () {
-  // Each command is a child process (about 2 s on a loaded 2-core machine): the limit is for a hang, not for speed.
+  // Each command is a child process, and a webhook test waits for deliveries: the limit is for a hang, not for speed.
   this.timeout(120_000);
   const cs = cliServer();
   const { ok, fails } = cs;
@@ -81,7 +81,7 @@ describe('cli folder commands (against a running server)', function () {
 });
 
 describe('cli webhook commands (against a running server, delivering to 127.0.0.1)', function () {
-  // Each command is a child process (about 2 s on a loaded 2-core machine): the limit is for a hang, not for speed.
+  // Each command is a child process, and a webhook test waits for deliveries: the limit is for a hang, not for speed.
   this.timeout(120_000);
   // The receiver is on this machine, a private address the default refuses; a failed attempt is retried at once.
   const cs = cliServer({ webhooks: { allowPrivate: true, retryBaseMs: 100, timeoutMs: 2000 } });
