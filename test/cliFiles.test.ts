@@ -1,7 +1,7 @@
 import { promises as nodeFs } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { cli, cliServer } from './support/cliRun.js';
+import { cli, cliServer, closedPort } from './support/cliRun.js';
 import { DOCX_TYPE, makeDocx, makePdf } from './support/fileFixtures.js';
 import { api } from './support/server.js';
 import { tmpDir } from './support/tmp.js';
@@ -94,5 +94,30 @@ describe('cli item upload and download (against a running server)', function () 
     await fails(['item', 'download', 'docs/r.pdf', '0', '-o', join(dir, 'x')], 2, /must be a version number/);
     await fails(['item', 'download', 'docs/r.pdf', '9', '-o', join(dir, 'x')], 1, /^knowledge-store: Version not found\n$/);
     await fails(['item', 'upload', 'docs/none.pdf', '--file', join(dir, 'no-such-file.pdf')], 1, /ENOENT|no such file/);
+  });
+});
+
+describe('cli item upload of a file larger than the server takes', function () {
+  this.timeout(60_000);
+  // 1 MiB at most, on this server.
+  const cs = cliServer({ maxFileBytes: 1024 * 1024 });
+  const { ok, fails } = cs;
+
+  it('is streamed and refused by its Content-Length (413, exit 1), nothing committed; a folder is refused before any request', async () => {
+    const { dir, cleanup } = await tmpDir('cli-files-large-');
+    try {
+      const large = join(dir, 'large.txt');
+      await nodeFs.writeFile(large, Buffer.alloc(8 * 1024 * 1024, 'a'));
+      await fails(['item', 'upload', 'big/large.txt', '--file', large], 1, /^knowledge-store: Content too large\n$/);
+      expect((await api(`${cs.server.url}/api/v1/knowledge/items/big/large.txt`, { key: cs.server.adminKey })).status).to.equal(404);
+      // Just under the limit goes in whole.
+      const fits = join(dir, 'fits.txt');
+      await nodeFs.writeFile(fits, Buffer.alloc(1024 * 1024 - 16, 'b'));
+      expect(await ok(['item', 'upload', 'big/fits.txt', '--file', fits])).to.include(`${1024 * 1024 - 16} bytes`);
+      const url = `http://127.0.0.1:${await closedPort()}`;
+      await fails(['item', 'upload', 'big/dir.txt', '--file', dir, '--url', url], 2, /^knowledge-store: .* is not a file\n$/);
+    } finally {
+      await cleanup();
+    }
   });
 });

@@ -19,8 +19,11 @@ interface ApiCall {
   query?: Record<string, string | undefined>;
   /** Sent as JSON. */
   body?: unknown;
-  /** Sent as they are, with their type (`item upload`); instead of `body`. */
-  bytes?: { data: Uint8Array; type: string };
+  /**
+   * Sent as they are, with their type (`item upload`), instead of `body`: bytes in memory, or a stream of `length`
+   * bytes (a file), sent as it is read with its Content-Length, which the server refuses at once when it is too large.
+   */
+  bytes?: { data: Uint8Array; type: string } | { stream: ReadableStream<Uint8Array>; length: number; type: string };
   headers?: Record<string, string>;
   /** Aborts the request, and a stream's body with it (`item watch`'s idle timeout). */
   signal?: AbortSignal;
@@ -67,16 +70,21 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     const url = new URL(base.href + call.path);
     for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
     const headers: Record<string, string> = { Authorization: `Bearer ${options.key}`, Accept: accept, ...call.headers };
-    let body: string | Uint8Array | undefined;
+    let body: string | Uint8Array | ReadableStream<Uint8Array> | undefined;
     if (call.bytes !== undefined) {
-      body = call.bytes.data;
       headers['Content-Type'] = call.bytes.type;
+      if ('stream' in call.bytes) {
+        body = call.bytes.stream;
+        headers['Content-Length'] = String(call.bytes.length);
+      } else body = call.bytes.data;
     } else if (call.body !== undefined) {
       body = JSON.stringify(call.body);
       headers['Content-Type'] = 'application/json';
     }
     try {
-      return { res: await doFetch(url, { method: call.method ?? 'GET', headers, body, signal: call.signal }), url };
+      // A stream body must say it is sent while the answer may already come (`duplex`); the server may refuse it early.
+      const streaming = body instanceof ReadableStream ? { duplex: 'half' as const } : {};
+      return { res: await doFetch(url, { method: call.method ?? 'GET', headers, body, signal: call.signal, ...streaming }), url };
     } catch (err) {
       throw new ConnectionFailed({ url: url.origin, reason: connectionReason(err) });
     }

@@ -1,5 +1,6 @@
 import { promises as fsp } from 'node:fs';
 import { basename, join } from 'node:path';
+import { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { FILE_TYPES } from '../domain/fileTypes.js';
 import type { KnowledgeItem } from '../http/presenters.js';
@@ -24,21 +25,25 @@ export function addFileCommands(item: Command): void {
     .option('--if-match <etag>', 'only if the item still has this ETag (as `item get --json` shows it)')
     .action(async (path: string, opts: Target & { file?: string; type?: string; name?: string; ifMatch?: string }) => {
       const api = client(opts);
+      const target = `/files/${itemUrlPath(path)}`;
       const fromStdin = !opts.file || opts.file === '-';
       if (fromStdin && process.stdin.isTTY) throw new UsageError('give the file with --file <file> or on stdin');
-      const data = fromStdin ? await readStdinBytes() : await fsp.readFile(opts.file as string);
+      // A file is streamed, never read whole into memory: a server's limit (25 MiB by default) refuses a larger one
+      // by its Content-Length at once. stdin, of unknown length, is read first.
+      const body = fromStdin ? { data: await readStdinBytes() } : await fileBody(opts.file as string);
       const type = opts.type ?? typeByExtension(path) ?? (fromStdin ? undefined : typeByExtension(opts.file as string)) ?? 'application/octet-stream';
       const name = opts.name ?? (fromStdin ? undefined : basename(opts.file as string));
       const headers: Record<string, string> = {};
       // Header values travel as bytes read as Latin-1: the name's UTF-8 bytes, which the server reads back as UTF-8.
       if (name !== undefined) headers['X-File-Name'] = Buffer.from(name, 'utf8').toString('latin1');
       if (opts.ifMatch) headers['If-Match'] = opts.ifMatch;
-      const { data: answer, etag } = await api.call<{ item: KnowledgeItem }>({ method: 'PUT', path: `/files/${itemUrlPath(path)}`, bytes: { data, type }, headers });
+      const { data: answer, etag } = await api.call<{ item: KnowledgeItem }>({ method: 'PUT', path: target, bytes: { ...body, type }, headers });
+      const sent = 'data' in body ? body.data.length : body.length;
       const { content, ...rest } = answer.item;
       const text = content?.length ?? 0;
       print(
         opts,
-        `Uploaded ${answer.item.path} (${answer.item.contentType ?? type}, ${answer.item.fileSize ?? data.length} bytes; ${text} characters of text extracted; ETag ${etag ?? 'none'})`,
+        `Uploaded ${answer.item.path} (${answer.item.contentType ?? type}, ${answer.item.fileSize ?? sent} bytes; ${text} characters of text extracted; ETag ${etag ?? 'none'})`,
         { ...rest, extractedCharacters: text, etag },
       );
     });
@@ -76,6 +81,29 @@ export function addFileCommands(item: Command): void {
         etag: res.headers.get('etag'),
       });
     });
+}
+
+/**
+ * A local file as the body of its upload: a stream of its bytes with their number (an empty file as no bytes). A
+ * folder or a missing file fails here, before any request.
+ */
+async function fileBody(file: string): Promise<{ stream: ReadableStream<Uint8Array>; length: number } | { data: Uint8Array }> {
+  const handle = await fsp.open(file, 'r');
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new UsageError(`${file} is not a file`);
+    if (info.size === 0) {
+      await handle.close();
+      return { data: new Uint8Array(0) };
+    }
+    // The handle's own stream, to the size counted: the bytes sent are those the Content-Length promises, even if
+    // the file grows meanwhile. It closes the handle when read, or when the server refuses early and cancels it.
+    const stream = Readable.toWeb(handle.createReadStream({ start: 0, end: info.size - 1 })) as ReadableStream<Uint8Array>;
+    return { stream, length: info.size };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
 }
 
 /** The first type whose extensions hold the name's (`.md` is markdown before plain text): the table the server checks. */
