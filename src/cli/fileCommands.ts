@@ -1,11 +1,12 @@
 import { promises as fsp } from 'node:fs';
 import { basename, join } from 'node:path';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
 import { FILE_TYPES } from '../domain/fileTypes.js';
 import type { KnowledgeItem } from '../http/presenters.js';
 import type { FsPromises } from '../storage/fs/fs.js';
-import { writeFileDurable } from '../storage/fs/durable.js';
+import { writeStreamDurable } from '../storage/fs/durable.js';
 import { itemUrlPath } from './apiClient.js';
 import { UsageError } from './errors.js';
 import { client, readStdinBytes, withTarget, type Target } from './itemTarget.js';
@@ -62,20 +63,21 @@ export function addFileCommands(item: Command): void {
       if (toStdout && opts.json) throw new UsageError("--json needs --output <file>: stdout holds the file's bytes");
       if (toStdout && process.stdout.isTTY) throw new UsageError("the file's bytes would go to the terminal: give --output <file> or redirect stdout");
       const res = await client(opts).download({ path: `/files/${itemUrlPath(path)}`, query: { version: version?.toString() } });
-      const bytes = new Uint8Array(await res.arrayBuffer());
+      // The bytes are streamed as they come, to stdout or a file, never held whole (a file item may be up to 1 GiB).
+      const body = res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
       if (toStdout) {
-        await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (err) => (err ? reject(err) : resolve())));
+        await pipeline(Readable.fromWeb(body), process.stdout);
         return;
       }
       const storedName = dispositionName(res.headers.get('content-disposition'));
       const isFolder = (await fsp.stat(opts.output as string).catch(() => null))?.isDirectory() ?? false;
       const target = isFolder ? join(opts.output as string, storedName ?? basename(path)) : (opts.output as string);
       // A temp file renamed into place: an interrupted download never leaves half a file under the name.
-      await writeFileDurable(fsp as unknown as FsPromises, target, bytes);
-      print(opts, `Wrote ${target} (${bytes.length} bytes, ${res.headers.get('content-type') ?? 'no type'})`, {
+      const bytes = await writeStreamDurable(fsp as unknown as FsPromises, target, body);
+      print(opts, `Wrote ${target} (${bytes} bytes, ${res.headers.get('content-type') ?? 'no type'})`, {
         path,
         output: target,
-        bytes: bytes.length,
+        bytes,
         contentType: res.headers.get('content-type'),
         fileName: storedName,
         etag: res.headers.get('etag'),

@@ -9,9 +9,35 @@ import type { FsPromises } from './fs.js';
  * either the old file or the new one, never half of one.
  */
 export async function writeFileDurable(fs: FsPromises, path: string, data: Uint8Array | string, mode = 0o644): Promise<void> {
+  await replaceDurably(fs, path, (tmp) => writeAndSync(fs, tmp, data, 'wx', mode));
+}
+
+/**
+ * writeFileDurable for bytes that come as a stream (a download): each chunk written as it comes, so that no more
+ * than a chunk is held; then fsynced and renamed into place. Resolves to the number of bytes written.
+ */
+export async function writeStreamDurable(fs: FsPromises, path: string, chunks: AsyncIterable<Uint8Array>, mode = 0o644): Promise<number> {
+  let bytes = 0;
+  await replaceDurably(fs, path, async (tmp) => {
+    const handle = await fs.open(tmp, 'wx', mode);
+    try {
+      for await (const chunk of chunks) {
+        await handle.write(chunk);
+        bytes += chunk.length;
+      }
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  });
+  return bytes;
+}
+
+/** `write` makes a temp file beside `path`, durable; it is renamed into place and the rename made durable. */
+async function replaceDurably(fs: FsPromises, path: string, write: (tmp: string) => Promise<void>): Promise<void> {
   const tmp = `${path}.tmp-${randomBytes(6).toString('hex')}`;
   try {
-    await writeAndSync(fs, tmp, data, 'wx', mode);
+    await write(tmp);
     await fs.rename(tmp, path);
   } catch (err) {
     // A write or fsync that failed (a full disk) would otherwise leave the temp file behind for good.
