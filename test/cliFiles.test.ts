@@ -1,4 +1,6 @@
 import { promises as nodeFs } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { cli, cliServer, closedPort } from './support/cliRun.js';
@@ -94,6 +96,31 @@ describe('cli item upload and download (against a running server)', function () 
     await fails(['item', 'download', 'docs/r.pdf', '0', '-o', join(dir, 'x')], 2, /must be a version number/);
     await fails(['item', 'download', 'docs/r.pdf', '9', '-o', join(dir, 'x')], 1, /^knowledge-store: Version not found\n$/);
     await fails(['item', 'upload', 'docs/none.pdf', '--file', join(dir, 'no-such-file.pdf')], 1, /ENOENT|no such file/);
+  });
+});
+
+describe('cli item download cut off midway', function () {
+  this.timeout(60_000);
+
+  it('says so, with how much came (exit 1), and leaves no file and no temp file under the name', async () => {
+    // A stand-in server: a thousand bytes of a promised hundred thousand, then the connection drops.
+    const cut = createServer((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/pdf', 'Content-Length': '100000' });
+      res.write(Buffer.alloc(1000));
+      setTimeout(() => res.destroy(), 100);
+    });
+    await new Promise<void>((resolve) => cut.listen(0, '127.0.0.1', resolve));
+    const { dir, cleanup } = await tmpDir('cli-files-cut-');
+    try {
+      const url = `http://127.0.0.1:${(cut.address() as AddressInfo).port}`;
+      const run = await cli(['item', 'download', 'a.pdf', '-o', join(dir, 'a.pdf'), '--url', url], { env: { KNOWLEDGE_KEY: 'ks_default_x' } });
+      expect(run.code).to.equal(1);
+      expect(run.stderr).to.equal(`knowledge-store: the download from ${url} was cut off after 1000 bytes (other side closed)\n`);
+      expect(await nodeFs.readdir(dir)).to.deep.equal([]);
+    } finally {
+      await cleanup();
+      await new Promise((resolve) => cut.close(resolve));
+    }
   });
 });
 

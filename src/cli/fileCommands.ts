@@ -8,7 +8,7 @@ import type { KnowledgeItem } from '../http/presenters.js';
 import type { FsPromises } from '../storage/fs/fs.js';
 import { writeStreamDurable } from '../storage/fs/durable.js';
 import { itemUrlPath } from './apiClient.js';
-import { UsageError } from './errors.js';
+import { CliError, UsageError } from './errors.js';
 import { client, readStdinBytes, withTarget, type Target } from './itemTarget.js';
 import { print } from './output.js';
 import { versionNumber } from './versionCommands.js';
@@ -64,9 +64,9 @@ export function addFileCommands(item: Command): void {
       if (toStdout && process.stdout.isTTY) throw new UsageError("the file's bytes would go to the terminal: give --output <file> or redirect stdout");
       const res = await client(opts).download({ path: `/files/${itemUrlPath(path)}`, query: { version: version?.toString() } });
       // The bytes are streamed as they come, to stdout or a file, never held whole (a file item may be up to 1 GiB).
-      const body = res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+      const body = received(res, opts.url);
       if (toStdout) {
-        await pipeline(Readable.fromWeb(body), process.stdout);
+        await pipeline(Readable.from(body), process.stdout);
         return;
       }
       const storedName = dispositionName(res.headers.get('content-disposition'));
@@ -105,6 +105,30 @@ async function fileBody(file: string): Promise<{ stream: ReadableStream<Uint8Arr
   } catch (err) {
     await handle.close();
     throw err;
+  }
+}
+
+/**
+ * An answer's body as it comes. A connection lost midway is said as such, with how much came (fetch's own
+ * error is "terminated"); a failure to write it (a full disk) stays the write's own error.
+ */
+async function* received(res: Response, url: string): AsyncGenerator<Uint8Array> {
+  if (!res.body) return;
+  let bytes = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    let next: Awaited<ReturnType<typeof reader.read>>;
+    try {
+      next = await reader.read();
+    } catch (err) {
+      const cause = (err as Error & { cause?: unknown }).cause;
+      const why = cause instanceof Error ? cause.message : (err as Error).message;
+      const origin = new URL(url).origin;
+      throw new CliError('CONNECTION_FAILED', `the download from ${origin} was cut off after ${bytes} bytes (${why})`, { url: origin });
+    }
+    if (next.done) return;
+    bytes += next.value.length;
+    yield next.value;
   }
 }
 
