@@ -124,10 +124,10 @@ describe('cli item commands (against a running server)', function () {
     expect(JSON.parse(run.stderr)).to.include({ code: 'USAGE_ERROR' });
   });
 
-  it('a path with a . or .. segment is refused (exit 2) rather than resolved by the URL to another item', async () => {
+  it('a path with a . or .. segment (an item, a folder, a hook id) is refused (exit 2) rather than resolved by the URL to another one', async () => {
     await ok(['item', 'put', 'keep.md'], { input: 'keep me' });
-    for (const args of [['item', 'rm', 'docs/../keep.md'], ['item', 'get', './keep.md'], ['item', 'history', 'a/./keep.md'], ['folder', 'get', '../docs/']]) {
-      await fails(args, 2, /^knowledge-store: not an item path: ".*" \(no segment may be \. or \.\.\)\n$/);
+    for (const args of [['item', 'rm', 'docs/../keep.md'], ['item', 'get', './keep.md'], ['item', 'history', 'a/./keep.md'], ['folder', 'get', '../docs/'], ['webhook', 'rm', '..']]) {
+      await fails(args, 2, /^knowledge-store: not a path the API takes: ".*" \(no segment may be \. or \.\.\)\n$/);
     }
     expect(await ok(['item', 'get', 'keep.md'])).to.equal('keep me');
   });

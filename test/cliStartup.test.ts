@@ -1,8 +1,7 @@
 import { promises as nodeFs } from 'node:fs';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { CLI, ROOT, closedPort, requireBuilt } from './support/cliRun.js';
+import { cli, closedPort, requireBuilt, type Run } from './support/cliRun.js';
 import { tmpDir } from './support/tmp.js';
 
 /**
@@ -14,24 +13,12 @@ import { tmpDir } from './support/tmp.js';
 const HEAVY = ['koa', '@koa/router', 'isomorphic-git', 'node-sqlite3-wasm', 'ajv', 'unpdf', 'mammoth', '@modelcontextprotocol/sdk', 'prom-client', 'file-type'];
 const SERVER_MODULES = ['dist/src/app/server.js', 'dist/src/app/store.js', 'dist/src/http/app.js'];
 
-async function modulesLoadedBy(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; urls: string[]; stderr: string }> {
+async function modulesLoadedBy(args: string[], env: Record<string, string> = {}): Promise<Run & { urls: string[] }> {
   const { dir, cleanup } = await tmpDir('cli-startup-');
   try {
     const out = join(dir, 'modules.txt');
-    const child = spawn(process.execPath, ['--import', './test/support/moduleTrace.mjs', CLI, ...args], {
-      cwd: ROOT,
-      env: { ...process.env, LOG_LEVEL: '', KNOWLEDGE_URL: '', KNOWLEDGE_DATA_DIR: '', ...env, MODULE_TRACE_OUT: out },
-      stdio: ['ignore', 'ignore', 'pipe'],
-      timeout: 30_000,
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const code = await new Promise<number | null>((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', resolve);
-    });
-    const urls = (await nodeFs.readFile(out, 'utf8')).split('\n').filter(Boolean);
-    return { code, urls, stderr };
+    const run = await cli(args, { env: { ...env, MODULE_TRACE_OUT: out }, nodeArgs: ['--import', './test/support/moduleTrace.mjs'] });
+    return { ...run, urls: (await nodeFs.readFile(out, 'utf8')).split('\n').filter(Boolean) };
   } finally {
     await cleanup();
   }

@@ -44,16 +44,8 @@ export interface ApiClient {
   download(call: ApiCall): Promise<Response>;
 }
 
-/**
- * An item path as a URL path: each segment encoded, the slashes kept. A `.` or `..` segment is refused: a URL
- * resolves them (as `%2e` too) before the request is sent, so `item rm docs/../plan.md` would delete `plan.md`,
- * an item the command line never named. The server refuses such paths anyway (no segment may start with ".").
- */
-export function itemUrlPath(path: string): string {
-  const segments = path.split('/');
-  if (segments.some((s) => s === '.' || s === '..')) throw new UsageError(`not an item path: "${path}" (no segment may be . or ..)`);
-  return segments.map(encodeURIComponent).join('/');
-}
+/** An item path as a URL path: each segment encoded, the slashes kept (`.` and `..` are refused by send). */
+export const itemUrlPath = (path: string): string => path.split('/').map(encodeURIComponent).join('/');
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
   let base: URL;
@@ -67,6 +59,12 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
 
   /** The request sent, as fetch answers it; nothing answering is ConnectionFailed. */
   const send = async (call: ApiCall, accept: string): Promise<{ res: Response; url: URL }> => {
+    // A URL resolves `.` and `..` segments (as `%2e` too) before the request goes: `item rm docs/../plan.md` deleted
+    // plan.md, a path never named. Refused for every path asked (items, folders, hook ids), before anything is sent;
+    // the server takes no such path anyway. encodeURIComponent leaves dots alone and encodes `%`, so this sees them.
+    if (call.path.split('/').some((s) => s === '.' || s === '..')) {
+      throw new UsageError(`not a path the API takes: "${decodeURIComponent(call.path)}" (no segment may be . or ..)`);
+    }
     const url = new URL(base.href + call.path);
     for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
     const headers: Record<string, string> = { Authorization: `Bearer ${options.key}`, Accept: accept, ...call.headers };
@@ -90,6 +88,13 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
   };
 
+  /** A successful answer, its body unread; a refusal thrown as `call` throws it. */
+  const unread = async (call: ApiCall, accept: string): Promise<{ res: Response; url: URL }> => {
+    const { res, url } = await send(call, accept);
+    if (!res.ok) throw refusal(res, url, await envelopeOf(res));
+    return { res, url };
+  };
+
   return {
     async call<T>(call: ApiCall): Promise<ApiAnswer<T>> {
       const { res, url } = await send(call, 'application/json');
@@ -98,8 +103,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       return { status: res.status, etag: res.headers.get('etag'), data: envelope.data as T };
     },
     async stream(call: ApiCall): Promise<Response> {
-      const { res, url } = await send(call, 'text/event-stream');
-      if (!res.ok) throw refusal(res, url, await envelopeOf(res));
+      const { res, url } = await unread(call, 'text/event-stream');
       // Something else answering at the URL (a proxy's page, another server) would otherwise be read as a silent stream.
       if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
         await res.body?.cancel();
@@ -108,9 +112,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       return res;
     },
     async download(call: ApiCall): Promise<Response> {
-      const { res, url } = await send(call, '*/*');
-      if (!res.ok) throw refusal(res, url, await envelopeOf(res));
-      return res;
+      return (await unread(call, '*/*')).res;
     },
   };
 }

@@ -28,10 +28,9 @@ export function addFileCommands(item: Command): void {
       const api = client(opts);
       const target = `/files/${itemUrlPath(path)}`;
       const fromStdin = !opts.file || opts.file === '-';
-      if (fromStdin && process.stdin.isTTY) throw new UsageError('give the file with --file <file> or on stdin');
       // A file is streamed, never read whole into memory: a server's limit (25 MiB by default) refuses a larger one
       // by its Content-Length at once. stdin, of unknown length, is read first.
-      const body = fromStdin ? { data: await readStdinBytes() } : await fileBody(opts.file as string);
+      const body = fromStdin ? { data: await readStdinBytes('the file') } : await fileBody(opts.file as string);
       const type = opts.type ?? typeByExtension(path) ?? (fromStdin ? undefined : typeByExtension(opts.file as string)) ?? 'application/octet-stream';
       const name = opts.name ?? (fromStdin ? undefined : basename(opts.file as string));
       const headers: Record<string, string> = {};
@@ -64,7 +63,7 @@ export function addFileCommands(item: Command): void {
       if (toStdout && process.stdout.isTTY) throw new UsageError("the file's bytes would go to the terminal: give --output <file> or redirect stdout");
       const res = await client(opts).download({ path: `/files/${itemUrlPath(path)}`, query: { version: version?.toString() } });
       // The bytes are streamed as they come, to stdout or a file, never held whole (a file item may be up to 1 GiB).
-      const body = received(res, opts.url);
+      const body = received(res);
       if (toStdout) {
         await pipeline(Readable.from(body), process.stdout);
         return;
@@ -112,7 +111,7 @@ async function fileBody(file: string): Promise<{ stream: ReadableStream<Uint8Arr
  * An answer's body as it comes. A connection lost midway is said as such, with how much came (fetch's own
  * error is "terminated"); a failure to write it (a full disk) stays the write's own error.
  */
-async function* received(res: Response, url: string): AsyncGenerator<Uint8Array> {
+async function* received(res: Response): AsyncGenerator<Uint8Array> {
   if (!res.body) return;
   let bytes = 0;
   const reader = res.body.getReader();
@@ -123,7 +122,7 @@ async function* received(res: Response, url: string): AsyncGenerator<Uint8Array>
     } catch (err) {
       const cause = (err as Error & { cause?: unknown }).cause;
       const why = cause instanceof Error ? cause.message : (err as Error).message;
-      const origin = new URL(url).origin;
+      const origin = new URL(res.url).origin;
       throw new CliError('CONNECTION_FAILED', `the download from ${origin} was cut off after ${bytes} bytes (${why})`, { url: origin });
     }
     if (next.done) return;

@@ -3,7 +3,6 @@ import type { KnowledgeItem, presentSearchResult } from '../http/presenters.js';
 import { MAX_LIST_LIMIT } from '../domain/itemReads.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT } from '../domain/search.js';
 import { itemUrlPath } from './apiClient.js';
-import { UsageError } from './errors.js';
 import { client, readText, withTarget, type Target } from './itemTarget.js';
 import { intIn, print, searchLines } from './output.js';
 import { addFileCommands } from './fileCommands.js';
@@ -65,8 +64,7 @@ export function addItemCommands(program: Command): void {
     .option('--if-match <etag>', 'only if the item still has this ETag (as `item get --json` shows it)')
     .action(async (path: string, opts: Target & { file?: string; message?: string; ifMatch?: string }) => {
       const api = client(opts);
-      if (!opts.file && process.stdin.isTTY) throw new UsageError('give the content with --file <file> or on stdin');
-      const content = await readText(opts.file, ': a PDF, DOCX or other document goes in with `item upload`');
+      const content = await readText(opts.file, 'the content', ': a PDF, DOCX or other document goes in with `item upload`');
       const { data, etag } = await api.call<{ item: KnowledgeItem }>({
         method: 'PUT',
         path: `/items/${itemUrlPath(path)}`,

@@ -32,9 +32,9 @@ export function client(opts: Target): ApiClient {
  * (a PDF given to `item put` would be stored as such); `hint` says what to do instead. A byte order mark is kept:
  * the content is stored exactly as given.
  */
-export async function readText(file: string | undefined, hint = ''): Promise<string> {
+export async function readText(file: string | undefined, what: string, hint = ''): Promise<string> {
   const fromStdin = file === undefined || file === '-';
-  const bytes = fromStdin ? await readStdinBytes() : await readFile(file);
+  const bytes = fromStdin ? await readStdinBytes(what) : await readFile(file);
   try {
     return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
@@ -42,8 +42,9 @@ export async function readText(file: string | undefined, hint = ''): Promise<str
   }
 }
 
-/** All of stdin, as bytes (`item upload` without --file). */
-export async function readStdinBytes(): Promise<Buffer> {
+/** All of stdin, as bytes (`item upload` without --file); a terminal is refused rather than waited on for `what`. */
+export async function readStdinBytes(what: string): Promise<Buffer> {
+  if (process.stdin.isTTY) throw new UsageError(`give ${what} with --file <file> or on stdin`);
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
   return Buffer.concat(chunks);

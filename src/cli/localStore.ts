@@ -19,8 +19,11 @@ export interface Common {
  */
 export async function stores(opts: Common): Promise<Store & { serverPid(): Promise<number | null> }> {
   const config = loadConfig(process.env, { dataDir: opts.dataDir, logLevel: 'warn' });
-  const { openAdminStore } = await withoutYoungGrowth(() => import('../app/store.js'));
+  const { openAdminStore } = await storeModule();
   return openAdminStore({ dataDir: config.dataDir, logger: createLogger({ level: 'warn' }) });
 }
+
+/** app/store.js, loaded when a command first opens the data directory (stores(), and program.ts's ownedStores). */
+export const storeModule = (): Promise<typeof import('../app/store.js')> => withoutYoungGrowth(() => import('../app/store.js'));
 
 export const dataDirOption = (): Option => new Option('--data-dir <dir>', 'data directory (default: $KNOWLEDGE_DATA_DIR or ./data)');

@@ -16,7 +16,7 @@ import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, searchItems } from '../domain/s
 import { addFolderCommands } from './folderCommands.js';
 import { addItemCommands } from './itemCommands.js';
 import { addKeyCommands } from './keyCommands.js';
-import { dataDirOption, stores, type Common } from './localStore.js';
+import { dataDirOption, storeModule, stores, type Common } from './localStore.js';
 import { intIn, jsonOption, print, searchLines } from './output.js';
 import { createProgress, silentProgress, type Progress } from './progress.js';
 import { addWebhookCommands } from './webhookCommands.js';
@@ -35,8 +35,7 @@ async function ownedStores(opts: Common, progress: Progress): Promise<Store | nu
   const config = loadConfig(process.env, { dataDir: opts.dataDir, logLevel: 'warn' });
   const logger = createLogger({ level: 'info', write: (line) => showLogLine(line, progress) });
   try {
-    // Loaded when needed, as stores() loads its own: an `item` command starts without them.
-    const { openExclusiveStore } = await withoutYoungGrowth(() => import('../app/store.js'));
+    const { openExclusiveStore } = await storeModule();
     return await openExclusiveStore({ dataDir: config.dataDir, logger });
   } catch (err) {
     if (isKnowledgeError(err) && err.code === 'DATA_DIR_IN_USE') return null;

@@ -50,9 +50,8 @@ export function addStructuralCommands(item: Command): void {
     .option('--file <file>', 'the operations: a JSON array, or {"message", "operations"} (default: stdin)')
     .option('-m, --message <message>', 'the commit message (over the one in the file)')
     .action(async (opts: Target & { file?: string; message?: string }) => {
-      if (!opts.file && process.stdin.isTTY) throw new UsageError('give the operations with --file <file> or on stdin');
       const source = opts.file && opts.file !== '-' ? opts.file : 'stdin';
-      const text = await readText(opts.file);
+      const text = await readText(opts.file, 'the operations');
       const { operations, message } = parseOperations(text, source);
       const api = client(opts);
       let answer: { commitId: string | null; items: CommitItem[] };

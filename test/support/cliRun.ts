@@ -30,7 +30,7 @@ export async function requireBuilt(): Promise<void> {
   });
 }
 
-export function cli(args: string[], options: { env?: Record<string, string | undefined>; input?: string | Buffer } = {}): Promise<Run> {
+export function cli(args: string[], options: { env?: Record<string, string | undefined>; input?: string | Buffer; nodeArgs?: string[] } = {}): Promise<Run> {
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: '' };
   delete env.KNOWLEDGE_URL;
   delete env.KNOWLEDGE_KEY;
@@ -40,7 +40,7 @@ export function cli(args: string[], options: { env?: Record<string, string | und
     else env[name] = value;
   }
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'], timeout: 20_000 });
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, ...args], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'], timeout: 20_000 });
     const out: Buffer[] = [];
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => out.push(d));
