@@ -9,6 +9,7 @@ import { promises as nodeFs } from 'node:fs';
 import { shareCacheBytes } from '../common/cacheBudget.js';
 import { indexesThatFit } from '../storage/search/pageCaches.js';
 import { createHandler } from '../http/app.js';
+import { ext4WithoutJournal } from '../storage/fs/ext4Journal.js';
 import { ItemAnswers } from '../http/itemAnswers.js';
 import { createExtractor } from './extraction.js';
 import { EventStreams } from '../http/events/streamLimits.js';
@@ -42,6 +43,8 @@ export async function startServer(args: {
   fs?: FsPromises;
   env?: NodeJS.ProcessEnv;
   clock?: Clock;
+  /** Whether the data directory is on ext4 without a journal (storage/fs/ext4Journal.ts; a stand-in in tests). */
+  noJournal?: (dir: string) => Promise<{ device: string } | undefined>;
 }): Promise<RunningServer> {
   const { config, logger, announce = (line) => process.stdout.write(`${line}\n`), clock = systemClock } = args;
   // The port is bound before the data directory is touched: a busy port (PortInUse) leaves nothing
@@ -115,6 +118,14 @@ export async function startServer(args: {
       maxOpenOrgs: config.maxOpenOrgs === 0 ? 'all' : config.maxOpenOrgs,
       indexesThatFit: fit,
       fix: `KNOWLEDGE_MAX_OPEN_ORGS=${Math.min(fit, 1_000)} or less (or a smaller KNOWLEDGE_SEARCH_CACHE_MB)`,
+    });
+  }
+  const unjournalled = await (args.noJournal ?? ext4WithoutJournal)(config.dataDir);
+  if (unjournalled) {
+    // Not refused: it works, only slower, and the disk is the operator's choice (README, Operations).
+    logger.warn('the data directory is on ext4 without a journal: each new file skips the inodes freed in the last minutes, so writes cost more CPU the more files were deleted lately', {
+      device: unjournalled.device,
+      fix: 'a file system with a journal (ext4 as mkfs.ext4 makes it, or xfs); README, "The file system under the data directory"',
     });
   }
   let closing: Promise<void> | undefined;

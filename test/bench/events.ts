@@ -28,7 +28,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { schedulingPolicyOf } from '../../src/http/events/fanOutScheduling.js';
 import { ensureBuilt, killAllChildren, spawnServe } from '../support/child.js';
 import { tmpDir } from '../support/tmp.js';
-import { GC_ON_SIGNAL, threadsMs } from './machine.js';
+import { GC_ON_SIGNAL, noJournalNote, threadsMs } from './machine.js';
 import { putItem } from './putRequest.js';
 
 const ROUNDS = Number(process.argv[2] ?? 6);
@@ -385,6 +385,7 @@ try {
   // On a 2-core machine the listeners' own parsing competes with the server: it is shown, so that a result skewed by it is seen.
   console.log(`other processes' CPU per PUT with ${LISTENERS} listeners: listeners process ${(cpu.listeners / withListeners.length).toFixed(2)} ms (${(cpu.listenersDuring / withListeners.length).toFixed(2)} ms of it while the PUTs ran; the rest is the parse of the round's reads, after it), this bench client ${(cpu.client / withListeners.length).toFixed(2)} ms`);
   if (overran > 0) console.log(`the listeners' opening took longer than the ${PAUSE_MS} ms between rounds ${overran} times: those rounds started later (PAUSE_MS=... to change)`);
+  console.log(`data directory: ${tmp.dir}${await noJournalNote(tmp.dir)}`);
   console.log(`load average while measured: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores; listeners' process niceness ${LISTENERS_NICE}${LISTENERS_SCHED === 'idle' ? ', SCHED_IDLE' : ''}${PIN ? (PIN_FANOUT ? '; pinned: server on CPU 0, fan-out, client and listeners on CPU 1' : '; pinned: server and fan-out on CPU 0, client and listeners on CPU 1') : PIN_FANOUT ? '; fan-out process on CPU 1, the rest unpinned' : ''}`);
   if (LISTENERS > 0) console.log(`fan-out lag (PUT answered -> last of ${LISTENERS} listeners has the event): p50 ${quantile(lags, 0.5).toFixed(1)} ms, p95 ${quantile(lags, 0.95).toFixed(1)} ms`);
   if (process.env.PROFILE) {

@@ -4,6 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { ext4WithoutJournal } from '../../src/storage/fs/ext4Journal.js';
 
 /**
  * The machine the figures come from, and how its CPUs are shared (the
@@ -86,10 +87,18 @@ export async function describeMachine(args: { dataDir: string; pinning: Pinning 
     node: process.version,
     git: gitVersion.replace(/^git version /, ''),
     kernel: `${os.type()} ${os.release()}`,
-    dataDirFs: fsLine ? `${fsLine[1]} on ${fsLine[0]} (${args.dataDir})` : `unknown (${args.dataDir})`,
+    dataDirFs: `${fsLine ? `${fsLine[1]} on ${fsLine[0]}` : 'unknown'}${await noJournalNote(args.dataDir)} (${args.dataDir})`,
     pinning: args.pinning.description,
     loadAverage: `${await loadAverage()} at start`,
   };
+}
+
+/**
+ * `, without a journal` when the directory is on ext4 mounted so: file creation there slows with the inodes freed
+ * in the last seconds to minutes, which moves every figure that writes (README, "The file system under the data directory").
+ */
+export async function noJournalNote(dir: string): Promise<string> {
+  return (await ext4WithoutJournal(dir)) ? ', without a journal' : '';
 }
 
 /** The environment of a server whose SIGUSR2 runs a full garbage collection (gcOnSignal.cjs; its children inherit it). */

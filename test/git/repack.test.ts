@@ -253,7 +253,9 @@ describe('repack under concurrent reads and writes; gc', function () {
     expect(failures, `${JSON.stringify(failures, null, 2)}\nserver log:\n${JSON.stringify(serverErrors, null, 2)}`).to.deep.equal([]);
     expect(writes, 'writes acknowledged').to.be.greaterThan(MIN_WRITES);
     expect(reads, 'reads answered').to.be.greaterThan(MIN_READS);
-    expect(logs.filter((l) => l.level === 'error' || l.level === 'warn'), 'errors or warnings logged').to.deep.equal([]);
+    // This machine's disk is not what the test is about (app/server.ts warns of ext4 without a journal at start).
+    const aboutTheDisk = (l: (typeof logs)[number]): boolean => l.msg.startsWith('the data directory is on ext4 without a journal');
+    expect(logs.filter((l) => (l.level === 'error' || l.level === 'warn') && !aboutTheDisk(l)), 'errors or warnings logged').to.deep.equal([]);
   });
 
   it('repacks happened during the run, automatically, and packs never piled up', async () => {

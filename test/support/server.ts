@@ -32,7 +32,14 @@ export interface TestServer {
  * from one address. `config` overrides any setting (test/http/rateLimit.test.ts turns the limits on).
  */
 export async function startTestServer(
-  options: { maxContentBytes?: number; dataDir?: string; config?: Partial<Config>; logger?: Logger } = {},
+  options: {
+    maxContentBytes?: number;
+    dataDir?: string;
+    config?: Partial<Config>;
+    logger?: Logger;
+    /** Stands in for the start's look at the data directory's disk (app/server.ts). */
+    noJournal?: (dir: string) => Promise<{ device: string } | undefined>;
+  } = {},
 ): Promise<TestServer> {
   const tmp = options.dataDir ? undefined : await tmpDir('ks-server');
   const dataDir = options.dataDir ?? (tmp as { dir: string }).dir;
@@ -46,6 +53,7 @@ export async function startTestServer(
   const server = await startServer({
     config,
     logger: options.logger ?? silentLogger,
+    ...(options.noJournal ? { noJournal: options.noJournal } : {}),
     announce: (line) => {
       adminKey = /ks_\S+/.exec(line)?.[0] ?? '';
     },
