@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import { promises as nodeFs } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { cli, closedPort, requireBuilt, type Run } from './support/cliRun.js';
 import { tmpDir } from './support/tmp.js';
@@ -51,7 +53,32 @@ describe('cli start-up: a command loads only what it uses', function () {
       const run = await modulesLoadedBy(['org', 'list', '--data-dir', dir]);
       expect(run.code, run.stderr).to.equal(0);
       expect(run.urls.some((u) => u.endsWith('/dist/src/app/store.js'))).to.equal(true);
-      expect(packagesOf(run.urls).has('isomorphic-git')).to.equal(true);
+      // The store's SQLite binding is in its static graph (isomorphic-git no longer is: only a new organization loads it).
+      expect(packagesOf(run.urls).has('node-sqlite3-wasm')).to.equal(true);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('the server itself leaves the MCP SDK and isomorphic-git to their first use (or to the warm-up after it listens)', async () => {
+    const { dir, cleanup } = await tmpDir('cli-startup-server-');
+    try {
+      // Only the modules: what `serve` loads before it can listen. Then the warm-up (http/warmUp.ts), run after it.
+      const loadedBy = async (script: string): Promise<string[]> => {
+        const out = join(dir, `modules-${Math.random().toString(36).slice(2)}.txt`);
+        await new Promise<void>((resolve, reject) =>
+          execFile(process.execPath, ['--import', './test/support/moduleTrace.mjs', '--input-type=module', '-e', script], { env: { ...process.env, MODULE_TRACE_OUT: out } }, (err, _stdout, stderr) =>
+            err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(),
+          ),
+        );
+        return (await nodeFs.readFile(out, 'utf8')).split('\n').filter(Boolean);
+      };
+      const dist = (file: string): string => pathToFileURL(join(process.cwd(), 'dist/src', file)).href;
+      const atStart = packagesOf(await loadedBy(`await import(${JSON.stringify(dist('app/server.js'))});`));
+      expect(atStart.has('koa'), 'the trace sees the server\'s packages').to.equal(true);
+      expect(['@modelcontextprotocol/sdk', 'zod', 'isomorphic-git'].filter((p) => atStart.has(p)), 'loaded before listening').to.deep.equal([]);
+      const warmed = packagesOf(await loadedBy(`const { warmUp } = await import(${JSON.stringify(dist('http/warmUp.js'))}); await warmUp();`));
+      expect(warmed.has('@modelcontextprotocol/sdk'), 'the warm-up loads the SDK').to.equal(true);
     } finally {
       await cleanup();
     }

@@ -9,6 +9,7 @@ import { promises as nodeFs } from 'node:fs';
 import { shareCacheBytes } from '../common/cacheBudget.js';
 import { indexesThatFit } from '../storage/search/pageCaches.js';
 import { createHandler } from '../http/app.js';
+import { warmUp } from '../http/warmUp.js';
 import { ext4WithoutJournal } from '../storage/fs/ext4Journal.js';
 import { ItemAnswers } from '../http/itemAnswers.js';
 import { createExtractor } from './extraction.js';
@@ -111,6 +112,11 @@ export async function startServer(args: {
   }
   const { url, port } = http;
   logger.info('listening', { url, dataDir: config.dataDir });
+  // The schemas and the MCP SDK's modules are readied once the server listens, not before (http/warmUp.ts): it
+  // serves sooner after a start. A failure here is retried by the first request that needs it.
+  setImmediate(() => {
+    warmUp().catch((err: unknown) => logger.warn('readying the request schemas or the MCP endpoint failed; the first request that needs it tries again', { error: String(err) }));
+  });
   const fit = indexesThatFit(config.searchCacheBytes);
   if (config.search && (config.maxOpenOrgs === 0 || config.maxOpenOrgs > fit)) {
     // Not refused: a data directory with fewer organizations than that never meets it.

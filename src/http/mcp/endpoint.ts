@@ -1,19 +1,15 @@
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import getRawBody from 'raw-body';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { OriginRefused } from '../httpErrors.js';
 import type { RouteDeps } from '../routes/common.js';
 import type { AppState } from '../state.js';
-import { mcpServer } from './server.js';
+import { mcpExchange } from './exchange.js';
 
 export const MCP_PATH = '/mcp';
 
 /** JSON-RPC's code for a message that is JSON but not a request. */
 const INVALID_REQUEST = -32600;
-
-/** Headers that describe this hop, not the message: the request handed to the SDK is rebuilt from the body read here. */
-const HOP_HEADERS = new Set(['connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'expect']);
 
 /**
  * `Origin`, when a browser sends it, must be this server's own or one the operator allowed: a page
@@ -57,29 +53,18 @@ export function mcpRoutes(deps: Pick<RouteDeps, 'maxContentBytes' | 'clock' | 'l
       return;
     }
     const { actor, repo, requestId } = ctx.state;
-    const server = mcpServer({ actor, repo, maxContentBytes: deps.maxContentBytes, clock: deps.clock, searchTime: deps.searchTime, logger: deps.logger, requestId, version: deps.version });
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    await server.connect(transport);
-    try {
-      const headers = new Headers();
-      for (const [name, value] of Object.entries(ctx.req.headers)) {
-        if (value === undefined || HOP_HEADERS.has(name)) continue;
-        headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-      }
-      const request = new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers, body });
-      const response = await transport.handleRequest(request, parsed === undefined ? {} : { parsedBody: parsed });
-      response.headers.forEach((value, name) => {
-        if (!HOP_HEADERS.has(name)) ctx.set(name, value);
-      });
-      const text = await response.text();
-      // An explicit null, then the status: a notification's 202 goes out with no body at all, as MCP requires
-      // (left unset, Koa fills it with the status text "Accepted"; a null set after the status makes it 204).
-      ctx.body = text === '' ? null : text;
-      ctx.status = response.status;
-    } finally {
-      await transport.close();
-      await server.close();
-    }
+    const answer = await mcpExchange({
+      server: { actor, repo, maxContentBytes: deps.maxContentBytes, clock: deps.clock, searchTime: deps.searchTime, logger: deps.logger, requestId, version: deps.version },
+      path: MCP_PATH,
+      headers: ctx.req.headers,
+      body,
+      parsed,
+    });
+    for (const [name, value] of answer.headers) ctx.set(name, value);
+    // An explicit null, then the status: a notification's 202 goes out with no body at all, as MCP requires
+    // (left unset, Koa fills it with the status text "Accepted"; a null set after the status makes it 204).
+    ctx.body = answer.text === '' ? null : answer.text;
+    ctx.status = answer.status;
   });
 
   return router;

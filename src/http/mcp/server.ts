@@ -1,13 +1,5 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  ErrorCode as RpcError,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-  type CallToolResult,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isKnowledgeError } from '../../common/errors.js';
 import type { Logger } from '../../common/log.js';
 import { toErrorResponse } from '../errorTable.js';
@@ -15,6 +7,7 @@ import { listResources, readResource, RESOURCE_TEMPLATE } from './resources.js';
 import { READ_TOOLS } from './readTools.js';
 import type { Tool, ToolContext } from './tool.js';
 import { WRITE_TOOLS } from './writeTools.js';
+import type { McpSdk } from './sdk.js';
 
 /** Every tool the endpoint serves, by name (contract §11: the names are fixed). */
 export const TOOLS: ReadonlyMap<string, Tool> = new Map([...READ_TOOLS, ...WRITE_TOOLS].map((t) => [t.name, t]));
@@ -31,8 +24,9 @@ const INSTRUCTIONS = [
  * between requests or keys. Tools answer from the same domain calls as the REST routes;
  * a refusal is a tool error (`isError: true`) carrying the REST answer's message.
  */
-export function mcpServer(ctx: ToolContext & { logger: Logger; requestId: string; version: string }): Server {
-  const server = new Server({ name: 'knowledge-store', version: ctx.version }, { capabilities: { tools: {}, resources: {} }, instructions: INSTRUCTIONS });
+export function mcpServer(sdk: McpSdk, ctx: ToolContext & { logger: Logger; requestId: string; version: string }): Server {
+  const { CallToolRequestSchema, ErrorCode: RpcError, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema } = sdk.types;
+  const server = new sdk.Server({ name: 'knowledge-store', version: ctx.version }, { capabilities: { tools: {}, resources: {} }, instructions: INSTRUCTIONS });
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({
     tools: [...TOOLS.values()].map(({ name, description, inputSchema, annotations }) => ({

@@ -1,4 +1,3 @@
-import git from 'isomorphic-git';
 import { hideCredentials } from '../../common/redact.js';
 import type { FsPromises } from '../fs/fs.js';
 import type { GitCli } from '../git/gitCli.js';
@@ -16,6 +15,9 @@ import { LAYOUT, STORE_CONFIG } from './itemRecord.js';
 /** A new bare repository at `gitdir` whose `main` has one commit, holding the store's format marker. */
 export async function writeFirstCommit(args: { fs: FsPromises; gitdir: string; orgId: string; now: Date }): Promise<void> {
   const { fs, gitdir } = args;
+  // Loaded here, by the one call that uses it (a new organization), not by every start: its bundle is ~0.1 s of
+  // module loading (README, "What `serve` costs to start").
+  const { default: git } = await import('isomorphic-git');
   await git.init({ fs: { promises: fs }, dir: gitdir, gitdir, bare: true, defaultBranch: 'main' });
   const stager = new ObjectStager();
   const blob = stager.writeBlob(Buffer.from(`${JSON.stringify(STORE_CONFIG, null, 2)}\n`, 'utf8'));
