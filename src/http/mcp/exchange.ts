@@ -2,7 +2,7 @@ import { loadMcpSdk } from './sdk.js';
 import { mcpServer } from './server.js';
 
 /** Headers that describe this hop, not the message: the request handed to the SDK is rebuilt from the body read here. */
-export const HOP_HEADERS = new Set(['connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'expect']);
+const HOP_HEADERS = new Set(['connection', 'content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'expect']);
 
 export interface McpAnswer {
   status: number;
