@@ -22,6 +22,17 @@ export default tseslint.config(
     languageOptions: { sourceType: 'module', globals: { process: 'readonly' } },
   },
   {
+    // A module of ours imported at run time can be a second copy of one the static graph already holds (the tests
+    // load that graph as CommonJS through tsx), whose classes `instanceof` does not know: a KnowledgeError's 429 once
+    // became a 500 that way. Load packages late (src/http/mcp/sdk.ts), never our own modules. The CLI's late imports
+    // run in a process of their own, where nothing else loaded them.
+    files: ['src/**/*.ts'],
+    ignores: ['src/cli/**'],
+    rules: {
+      'no-restricted-syntax': ['error', { selector: 'ImportExpression[source.value=/^\\.{1,2}\\//]', message: 'no late import() of our own modules outside src/cli: it can load a second copy (see eslint.config.js)' }],
+    },
+  },
+  {
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-unused-expressions': 'off' },
   },
