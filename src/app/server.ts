@@ -10,7 +10,7 @@ import { shareCacheBytes } from '../common/cacheBudget.js';
 import { indexesThatFit } from '../storage/search/pageCaches.js';
 import { createHandler } from '../http/app.js';
 import { warmUp } from '../http/warmUp.js';
-import { ext4WithoutJournal } from '../storage/fs/ext4Journal.js';
+import { ext4WithoutJournal, type JournalCheck } from '../storage/fs/ext4Journal.js';
 import { ItemAnswers } from '../http/itemAnswers.js';
 import { createExtractor } from './extraction.js';
 import { EventStreams } from '../http/events/streamLimits.js';
@@ -45,7 +45,7 @@ export async function startServer(args: {
   env?: NodeJS.ProcessEnv;
   clock?: Clock;
   /** Whether the data directory is on ext4 without a journal (storage/fs/ext4Journal.ts; a stand-in in tests). */
-  noJournal?: (dir: string) => Promise<{ device: string } | undefined>;
+  noJournal?: JournalCheck;
 }): Promise<RunningServer> {
   const { config, logger, announce = (line) => process.stdout.write(`${line}\n`), clock = systemClock } = args;
   // The port is bound before the data directory is touched: a busy port (PortInUse) leaves nothing

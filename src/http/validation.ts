@@ -120,6 +120,7 @@ export const validateQuery = {
  * same messages as a request body's fields, so a tool refuses bad input as the route does.
  */
 export function argumentChecker<T>(schema: object): (value: unknown) => T {
-  const validate = strictAjv.compile<T>(schema);
-  return (value) => check(validate, value ?? {}, 'argument');
+  // Compiled on the tool's first call, as the request schemas are on their first use (not at every start).
+  const validate = compiled(() => strictAjv.compile<T>(schema));
+  return (value) => check(validate(), value ?? {}, 'argument');
 }

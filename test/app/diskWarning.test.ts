@@ -1,11 +1,12 @@
 import { expect } from 'chai';
 import { createLogger } from '../../src/common/log.js';
+import type { JournalCheck } from '../../src/storage/fs/ext4Journal.js';
 import { api, startTestServer } from '../support/server.js';
 
 /** The start's warning of a data directory on ext4 without a journal (README, "The file system under the data directory"). */
 
 describe('serve: a data directory on ext4 without a journal is named in the log at start', () => {
-  async function startLogs(noJournal: (dir: string) => Promise<{ device: string } | undefined>): Promise<{ dirs: string[]; warnings: Array<Record<string, unknown>> }> {
+  async function warningsAtStart(noJournal: JournalCheck): Promise<Array<Record<string, unknown>>> {
     const lines: Array<Record<string, unknown>> = [];
     const dirs: string[] = [];
     const server = await startTestServer({
@@ -21,11 +22,11 @@ describe('serve: a data directory on ext4 without a journal is named in the log 
     } finally {
       await server.close();
     }
-    return { dirs, warnings: lines.filter((l) => l.level === 'warn' && String(l.msg).includes('without a journal')) };
+    return lines.filter((l) => l.level === 'warn' && String(l.msg).includes('without a journal'));
   }
 
   it('warns once, with the device and the fix, and serves all the same', async () => {
-    const { warnings } = await startLogs(async () => ({ device: 'vda' }));
+    const warnings = await warningsAtStart(async () => ({ device: 'vda' }));
     expect(warnings).to.have.length(1);
     expect(warnings[0]).to.include({ device: 'vda' });
     expect(String(warnings[0]?.msg)).to.match(/^the data directory is on ext4 without a journal: /);
@@ -33,7 +34,7 @@ describe('serve: a data directory on ext4 without a journal is named in the log 
   });
 
   it('says nothing of a disk with a journal', async () => {
-    const { warnings } = await startLogs(async () => undefined);
+    const warnings = await warningsAtStart(async () => undefined);
     expect(warnings).to.deep.equal([]);
   });
 });

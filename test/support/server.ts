@@ -5,6 +5,7 @@ import { createOrganization } from '../../src/domain/orgs.js';
 import { startServer, type RunningServer } from '../../src/app/server.js';
 import { silentLogger, type Logger } from '../../src/common/log.js';
 import type { FsPromises } from '../../src/storage/fs/fs.js';
+import type { JournalCheck } from '../../src/storage/fs/ext4Journal.js';
 import { KeyStore } from '../../src/storage/keys/keyStore.js';
 import { OrgStore } from '../../src/storage/repo/orgStore.js';
 import { tmpDir } from './tmp.js';
@@ -38,7 +39,7 @@ export async function startTestServer(
     config?: Partial<Config>;
     logger?: Logger;
     /** Stands in for the start's look at the data directory's disk (app/server.ts). */
-    noJournal?: (dir: string) => Promise<{ device: string } | undefined>;
+    noJournal?: JournalCheck;
   } = {},
 ): Promise<TestServer> {
   const tmp = options.dataDir ? undefined : await tmpDir('ks-server');
@@ -53,7 +54,7 @@ export async function startTestServer(
   const server = await startServer({
     config,
     logger: options.logger ?? silentLogger,
-    ...(options.noJournal ? { noJournal: options.noJournal } : {}),
+    noJournal: options.noJournal,
     announce: (line) => {
       adminKey = /ks_\S+/.exec(line)?.[0] ?? '';
     },

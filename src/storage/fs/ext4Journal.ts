@@ -1,6 +1,16 @@
 import { readFile, readlink, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 
+export interface Ext4JournalDeps {
+  /** sysfs's mount point (a stand-in tree in tests). */
+  sysRoot?: string;
+  /** The directory's device number, as `stat` gives it (`major:minor` is read from it). */
+  deviceOf?: (dir: string) => Promise<bigint>;
+}
+
+/** The look at a directory's disk that a start makes (a stand-in in tests). */
+export type JournalCheck = (dir: string) => Promise<{ device: string } | undefined>;
+
 /**
  * Whether a directory lies on ext4 mounted without a journal, and on which block device.
  *
@@ -15,13 +25,6 @@ import { basename } from 'node:path';
  * thread's pid with one). Anything missing (another file system, another OS, a sysfs not mounted) means "not
  * known to lack one": no warning.
  */
-export interface Ext4JournalDeps {
-  /** sysfs's mount point (a stand-in tree in tests). */
-  sysRoot?: string;
-  /** The directory's device number, as `stat` gives it (`major:minor` is read from it). */
-  deviceOf?: (dir: string) => Promise<bigint>;
-}
-
 export async function ext4WithoutJournal(dir: string, deps: Ext4JournalDeps = {}): Promise<{ device: string } | undefined> {
   const sysRoot = deps.sysRoot ?? '/sys';
   const deviceOf = deps.deviceOf ?? (async (d: string) => (await stat(d, { bigint: true })).dev);
