@@ -22,10 +22,12 @@ export default tseslint.config(
     languageOptions: { sourceType: 'module', globals: { process: 'readonly' } },
   },
   {
-    // A module of ours imported at run time can be a second copy of one the static graph already holds (the tests
-    // load that graph as CommonJS through tsx), whose classes `instanceof` does not know: a KnowledgeError's 429 once
-    // became a 500 that way. Load packages late (src/http/mcp/sdk.ts), never our own modules. The CLI's late imports
-    // run in a process of their own, where nothing else loaded them.
+    // A module of ours imported at run time is a second copy of one the static graph already holds wherever that
+    // graph was loaded another way (as CommonJS, as the tests loaded it through tsx until .mocharc.json made mocha
+    // import them; test/moduleLoading.test.ts), and `instanceof` does not know a second copy's classes: a
+    // KnowledgeError's 429 once became a 500 that way. Packages may be loaded late (src/http/mcp/sdk.ts), our own
+    // modules not: what a start saves by loading late is in the packages. The CLI's late imports run in a process of
+    // their own, where nothing else loaded them.
     files: ['src/**/*.ts'],
     ignores: ['src/cli/**'],
     rules: {

@@ -6,7 +6,8 @@ import { checkResponse, mismatches } from './openapiCheck.js';
  * X-Request-Id every answer of theirs carries: a webhook receiver's or another program's answer is left
  * alone. The body is read from a clone before the caller gets the response, so a mismatch is recorded
  * within the test that caused it; an event stream (endless) is checked by status and headers alone.
- * Wrapped once: mocha's --require may load this module twice (CommonJS and ESM).
+ * Wrapped once, however often this module is loaded (mocha's --require loaded it as CommonJS and as an ES module
+ * while the suite ran as CommonJS).
  */
 const WRAPPED = Symbol.for('knowledge-store.openapi-fetch');
 const shared = globalThis as typeof globalThis & { [WRAPPED]?: true };

@@ -14,7 +14,7 @@ export interface McpSdk {
  * The MCP SDK, loaded once: on the first POST /mcp, or by the warm-up just after the server listens
  * (http/warmUp.ts). It and its zod are some 170 modules, which a start no longer waits for (README, "What `serve`
  * costs to start"). Only the package is loaded late, never a module of ours: one imported here at run time could be
- * a second copy of a module already loaded another way (as CommonJS, by a test runner), whose classes `instanceof`
+ * a second copy of a module already loaded another way (as CommonJS, as the tests once did), whose classes `instanceof`
  * would not know (eslint.config.js forbids it). Kept for the process's life, so loaded with V8's young generation
  * held (see withoutYoungGrowth). A load that failed is tried again by the next call (loadOnce).
  */
