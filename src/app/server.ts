@@ -46,6 +46,8 @@ export async function startServer(args: {
   clock?: Clock;
   /** Whether the data directory is on ext4 without a journal (storage/fs/ext4Journal.ts; a stand-in in tests). */
   noJournal?: JournalCheck;
+  /** What is readied once the server listens (http/warmUp.ts; a stand-in in tests, to serve before it is done). */
+  warmUp?: () => Promise<void>;
 }): Promise<RunningServer> {
   const { config, logger, announce = (line) => process.stdout.write(`${line}\n`), clock = systemClock } = args;
   // The port is bound before the data directory is touched: a busy port (PortInUse) leaves nothing
@@ -115,7 +117,7 @@ export async function startServer(args: {
   // The schemas and the MCP SDK's modules are readied once the server listens, not before (http/warmUp.ts): it
   // serves sooner after a start. A failure here is retried by the first request that needs it.
   setImmediate(() => {
-    warmUp().catch((err: unknown) => logger.warn('readying the request schemas or the MCP endpoint failed; the first request that needs it tries again', { error: String(err) }));
+    (args.warmUp ?? warmUp)().catch((err: unknown) => logger.warn('readying the request schemas or the MCP endpoint failed; the first request that needs it tries again', { error: String(err) }));
   });
   const fit = indexesThatFit(config.searchCacheBytes);
   if (config.search && (config.maxOpenOrgs === 0 || config.maxOpenOrgs > fit)) {

@@ -40,6 +40,8 @@ export async function startTestServer(
     logger?: Logger;
     /** Stands in for the start's look at the data directory's disk (app/server.ts). */
     noJournal?: JournalCheck;
+    /** Stands in for what the server readies once it listens (http/warmUp.ts). */
+    warmUp?: () => Promise<void>;
   } = {},
 ): Promise<TestServer> {
   const tmp = options.dataDir ? undefined : await tmpDir('ks-server');
@@ -55,6 +57,7 @@ export async function startTestServer(
     config,
     logger: options.logger ?? silentLogger,
     noJournal: options.noJournal,
+    warmUp: options.warmUp,
     announce: (line) => {
       adminKey = /ks_\S+/.exec(line)?.[0] ?? '';
     },
