@@ -87,7 +87,7 @@ try {
       mine.search.push(s);
       const g = await measureGet({ served, key: docs.key, items: docs.items, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S });
       mine.get.push(g);
-      console.log(`round ${round}, ${who}: search ${s.okPerSecond.toFixed(0)} req/s, ${cpuPerRequestUs(s).toFixed(0)} µs CPU/request (main thread ${perOk(t1.main - t0.main, s)}, other threads ${perOk(t1.others - t0.others, s)} µs; ${describeLoad(s)}); GET item ${g.okPerSecond.toFixed(0)} req/s, ${cpuPerRequestUs(g).toFixed(0)} µs CPU/request; load average ${await loadAverage()}`);
+      console.log(`round ${round}, ${who}: search ${s.okPerSecond.toFixed(0)} req/s, ${cpuPerRequestUs(s).toFixed(0)} µs CPU/request (main thread ${perOk(t1.main - t0.main, s)}, other threads ${perOk(t1.others - t0.others, s)} µs; ${describeLoad(s)}); GET item ${g.okPerSecond.toFixed(0)} req/s, ${cpuPerRequestUs(g).toFixed(0)} µs CPU/request (${describeLoad(g)}); load average ${await loadAverage()}`);
     }
   }
   for (const [who, r] of results) {
