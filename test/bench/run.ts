@@ -24,7 +24,7 @@ import { engineFigures, measureEngine, withoutDerivedFiles, type EngineFigures }
 import { copyFixture, ensureFixture, gitdirOf, HOT_PATH, itemPath, verifyFixture, type Fixture } from './fixtures.js';
 import { cpuPerRequestUs, describeLoad, runLoad, type LoadResult } from './load.js';
 import { describeMachine, loadAverage, memoryOf, neighbourMeter, setupPinning } from './machine.js';
-import { measureGet, measureHistory, measureList, measurePut, serverComplaints, startAndProbe, stopServer, type ListFigure, type PutRun, type Startup } from './ours.js';
+import { measureGet, measureHistory, measureList, measurePut, searchBuildDone, serverComplaints, startAndProbe, stopServer, type ListFigure, type PutRun, type Startup } from './ours.js';
 import { SERVER_ENV, startBareKoa, type Served } from './processes.js';
 import { best, fmt, ms, renderMarkdown, rounds, writeReport, type BenchReport, type Figure } from './report.js';
 import { runSearchPhase, type SearchResults } from './search.js';
@@ -262,6 +262,8 @@ try {
   // ---- ours: large fixture: startup cold and warm, history, PUT ----
   const startups: { cold?: Omit<Startup, 'served'>; warm?: Omit<Startup, 'served'> } = {};
   let history: Awaited<ReturnType<typeof measureHistory>> | undefined;
+  /** How long the warm start's resumed search index build was waited for before history and PUT were timed. */
+  let buildWaitedMs = 0;
   await phase(`ours, ${large.items} items + ${large.commits} commits: startup, history, PUT 1 writer`, async () => {
     // Without the files a fixture's `verify` left in it: a cold start derives them all.
     const { s: cold, dataDir } = await serve(large, 'large', HOT_PATH, await withoutDerivedFiles(await copyFixture(large, join(workDir, 'large'))));
@@ -274,6 +276,10 @@ try {
       const { served: _w, ...warmFigures } = warm;
       startups.warm = warmFigures;
       progress(`  warm start: ${startupText(warm)}`);
+      // The cold start was stopped before its search index was built: the rest builds now, and what is timed
+      // meanwhile would be timed against it (the cold index build has a row of its own, in the search phase).
+      buildWaitedMs = await searchBuildDone(warm.served, 180_000);
+      if (buildWaitedMs > 0) progress(`  waited ${ms(buildWaitedMs)} for the search index build this start resumed`);
       history = await measureHistory({ url: warm.served.url, key: large.key, versions: large.hotVersions, samples: settings.samples });
       progress(`  history (${large.hotVersions} versions): median ${ms(history.total.median)}, p95 ${ms(history.total.p95)}`);
       for (let round = 1; round <= ROUNDS; round++) {
@@ -471,7 +477,7 @@ try {
           ratio: null,
           target: '< 50 ms',
           pass: history.total.median < 50,
-          note: 'judged on the median',
+          note: `judged on the median${buildWaitedMs > 0 ? `; timed once the search index build this start resumed was done (${ms(buildWaitedMs)} after the first 200), as the PUTs at this size` : ''}`,
         }
       : { figure: `history, ${settings.hotVersions} versions`, ours: na, anchor: '–', ratio: null, target: '< 50 ms', pass: false },
   );
