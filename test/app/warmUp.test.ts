@@ -1,8 +1,7 @@
 import { expect } from 'chai';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { api, startTestServer } from '../support/server.js';
+import { connectMcp } from '../support/mcp.js';
 
 /**
  * The warm-up (http/warmUp.ts) readies the request schemas and the MCP SDK once the server listens; a request that
@@ -26,8 +25,7 @@ describe('serve: requests that arrive before the warm-up is done', () => {
       const good = await api(`${items}/early/note.md`, { method: 'PUT', key: server.adminKey, body: { content: 'before the warm-up' } });
       expect(good.status).to.equal(200);
 
-      const client = new Client({ name: 'knowledge-store-test', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${server.adminKey}` } } }));
+      const client = await connectMcp(server, server.adminKey);
       try {
         const read = (await client.callTool({ name: 'read', arguments: { path: 'early/note.md' } })) as CallToolResult;
         expect(read.isError).to.not.equal(true);

@@ -1,19 +1,11 @@
 import { expect } from 'chai';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { api, startTestServer, type TestServer } from '../support/server.js';
+import { connectMcp } from '../support/mcp.js';
 import { commitCount, git } from '../support/git.js';
 import { head, keyWithId, urlOf, versions } from './adminApi.js';
 import { MSG, put } from './helpers.js';
-
-/** An SDK client connected over real HTTP with a key (and extra headers). */
-async function connect(server: TestServer, key: string, headers: Record<string, string> = {}): Promise<Client> {
-  const client = new Client({ name: 'knowledge-store-test', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}`, ...headers } } });
-  await client.connect(transport);
-  return client;
-}
 
 type Data = Record<string, unknown>;
 
@@ -86,10 +78,10 @@ describe('MCP: POST /mcp with the SDK client over real HTTP', function () {
   before(async () => {
     server = await startTestServer();
     writerKey = await keyWithId(server, 'writer', 'agent-writer');
-    admin = await connect(server, server.adminKey);
-    writer = await connect(server, writerKey.secret);
-    reader = await connect(server, await server.key('reader'));
-    other = await connect(server, await server.org('other'));
+    admin = await connectMcp(server, server.adminKey);
+    writer = await connectMcp(server, writerKey.secret);
+    reader = await connectMcp(server, await server.key('reader'));
+    other = await connectMcp(server, await server.org('other'));
     clients.push(admin, writer, reader, other);
     for (const [path, body] of [
       ['board/plans.md', { content: 'Secret tomato strategy.', requiredReadPermission: 'knowledge:admin' }],
@@ -356,7 +348,7 @@ describe('MCP: POST /mcp with the SDK client over real HTTP', function () {
       }
       let failed = false;
       try {
-        await connect(server, 'ks_not-a-key');
+        await connectMcp(server, 'ks_not-a-key');
       } catch {
         failed = true;
       }

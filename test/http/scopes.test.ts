@@ -1,9 +1,8 @@
 import { expect } from 'chai';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createKey } from '../../src/domain/keys.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
+import { connectMcp } from '../support/mcp.js';
 import { commitCount } from '../support/git.js';
 import { basicAuth, cloneUrl, runGit } from '../git/support.js';
 import { tmpDir } from '../support/tmp.js';
@@ -185,8 +184,7 @@ describe('HTTP scoped keys', function () {
     });
 
     it('MCP tools answer as the routes: a write outside is a tool error with the REST message, a write inside works', async () => {
-      const client = new Client({ name: 'scoped', version: '1' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${writer}` } } }));
+      const client = await connectMcp(server, writer);
       try {
         const tool = async (name: string, args: Record<string, unknown>): Promise<CallToolResult> => (await client.callTool({ name, arguments: args })) as CallToolResult;
         const outside = await tool('write', { path: 'secret/mcp.md', content: 'x' });

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { api, startTestServer, type TestServer } from '../support/server.js';
+import { api, startTestServer } from '../support/server.js';
+import { connectMcp } from '../support/mcp.js';
 import { urlOf } from '../http/adminApi.js';
 
 /**
@@ -30,12 +30,6 @@ const store = fc.record({
   ),
   rules: fc.uniqueArray(fc.record({ folder: fc.constantFrom(...FOLDERS), rule: fc.constantFrom(...PERMISSIONS) }), { maxLength: 3, selector: (r) => r.folder }),
 });
-
-async function connect(server: TestServer, key: string): Promise<Client> {
-  const client = new Client({ name: 'model', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  return client;
-}
 
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
   return (await client.callTool({ name, arguments: args })) as CallToolResult;
@@ -87,7 +81,7 @@ describe('MCP never shows an item its key may not read (model)', function () {
           for (const role of ROLES) {
             const key = role === 'admin' ? admin : await server.key(role);
             const truth = ((await api(urlOf(server, '?content=false'), { key })).body?.data as { items: Array<{ path: string }> }).items.map((i) => i.path);
-            const client = await connect(server, key);
+            const client = await connectMcp(server, key);
             clients.push(client);
             expect(await pagedTool(client), `${role}: list`).to.deep.equal(truth);
             expect(await pagedTool(client, 'team/'), `${role}: list team/`).to.deep.equal(truth.filter((p) => p.startsWith('team/')));

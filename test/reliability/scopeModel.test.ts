@@ -1,10 +1,9 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createKey } from '../../src/domain/keys.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../support/server.js';
+import { connectMcp } from '../support/mcp.js';
 import { head, urlOf } from '../http/adminApi.js';
 import { keyStoreOf } from '../http/helpers.js';
 
@@ -122,12 +121,6 @@ function request(w: Write, ns: string): { method: string; url: string; body?: un
   }
 }
 
-async function connect(server: TestServer, key: string): Promise<Client> {
-  const client = new Client({ name: 'scope-model', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  return client;
-}
-
 describe('scoped keys against a model (fast-check)', function () {
   this.timeout(900_000);
 
@@ -210,7 +203,7 @@ describe('scoped keys against a model (fast-check)', function () {
       const rules = async (k: string): Promise<string[]> => data<Array<{ folder: string }>>(await call(k, '/folders'), 'folders').map((r) => r.folder);
       expect(await rules(key.secret), say('folder rules')).to.deep.equal((await rules(base)).filter((f) => inside(`${f}/`)));
     }
-    const client = await connect(server, key.secret);
+    const client = await connectMcp(server, key.secret);
     try {
       const listed = (await client.callTool({ name: 'list', arguments: { limit: 100 } })) as CallToolResult;
       expect((listed.structuredContent as { items: Array<{ path: string }> }).items.map((i) => i.path), say('MCP list')).to.deep.equal(truth.filter(inside));
