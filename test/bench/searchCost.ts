@@ -12,6 +12,8 @@
  * full GC (gcOnSignal.cjs), as the search bench reads it: what two builds hold, side by side.
  * Each search round also prints the server's CPU per request split into its main thread and the others (V8's GC
  * helpers, libuv's pool), from /proc/<pid>/task.
+ * `--env NAME=VALUE` adds a second server of this checkout started with that variable in its environment, in the
+ * same rounds (e.g. `--env MALLOC_ARENA_MAX=2`: what fewer glibc malloc arenas cost a request and save in RSS).
  * `--no-match` asks words that are in no item instead (the same words, 'q' appended): what a search request
  * costs before the engine has anything to rank or snip, its floor.
  */
@@ -32,6 +34,7 @@ const ROUNDS = options.number('--rounds', 2);
 const DURATION_S = options.number('--duration', 5);
 const CONNECTIONS = options.number('--connections', 32);
 const BASELINE = options.text('--baseline');
+const EXTRA_ENV = options.variable('--env');
 const NO_MATCH = process.argv.includes('--no-match');
 const WARMUP_S = 2;
 const API = '/api/v1/knowledge';
@@ -67,6 +70,7 @@ const perOk = (ms: number, run: LoadResult): string => ((ms * 1000) / Math.max(1
 const servers = new Map<string, Served>();
 try {
   servers.set('ours', await serve('ours', undefined, profile));
+  if (EXTRA_ENV) servers.set(`ours ${EXTRA_ENV.name}=${EXTRA_ENV.value}`, await serve('ours-env', undefined, { NODE_OPTIONS: gcOnSignal, [EXTRA_ENV.name]: EXTRA_ENV.value }));
   if (BASELINE) servers.set('before', await serve('before', join(BASELINE, 'dist/src/cli/main.js'), { NODE_OPTIONS: gcOnSignal }));
   console.log(`${pinning.description}; ${CONNECTIONS} connections; load average ${await loadAverage()}`);
   const results = new Map<string, { search: LoadResult[]; get: LoadResult[] }>([...servers.keys()].map((k) => [k, { search: [], get: [] }]));

@@ -58,10 +58,22 @@ export function progress(line: string): void {
 }
 
 /** `--name value` options of a bench script run on its own (putCost.ts, getCost.ts). */
-export function scriptOptions(argv: readonly string[] = process.argv.slice(2)): { number(name: string, dflt: number): number; text(name: string): string | undefined } {
+export function scriptOptions(argv: readonly string[] = process.argv.slice(2)): {
+  number(name: string, dflt: number): number;
+  text(name: string): string | undefined;
+  /** `--env NAME=VALUE` as one variable (undefined when the option is absent; a value without `=` throws). */
+  variable(name: string): { name: string; value: string } | undefined;
+} {
   const text = (name: string): string | undefined => {
     const at = argv.indexOf(name);
     return at === -1 ? undefined : argv[at + 1];
   };
-  return { text, number: (name, dflt) => Number(text(name) ?? dflt) };
+  const variable = (name: string): { name: string; value: string } | undefined => {
+    const given = text(name);
+    if (given === undefined) return undefined;
+    const eq = given.indexOf('=');
+    if (eq < 1) throw new Error(`${name} wants NAME=VALUE, not ${given}`);
+    return { name: given.slice(0, eq), value: given.slice(eq + 1) };
+  };
+  return { text, variable, number: (name, dflt) => Number(text(name) ?? dflt) };
 }

@@ -9,6 +9,8 @@
  *   npm run build && npx tsx test/bench/writeCost.ts [--items 1000,10000] [--writers 1] [--duration 8]
  *     [--rounds 3] [--baseline <checkout>] [--git] [--repack 0]
  *
+ * `--env NAME=VALUE` adds a contender: this checkout's server with that variable in its environment (e.g.
+ * `--env MALLOC_ARENA_MAX=2`), in the same rounds.
  * `--repack 0` sets KNOWLEDGE_AUTO_REPACK_OBJECTS=0 (no automatic repack: the write path alone).
  * `PROFILE=1` profiles the servers (cpuProfile.mjs) into .tmp/bench/profiles/: one profile of the start
  * and warm-up, then one of the rounds (the newer file).
@@ -35,6 +37,7 @@ const DURATION_S = options.number('--duration', 8);
 const ROUNDS = options.number('--rounds', 3);
 const BASELINE = options.text('--baseline');
 const REPACK = options.text('--repack');
+const EXTRA_ENV = options.variable('--env');
 const WITH_GIT = process.argv.includes('--git');
 
 interface Round {
@@ -117,13 +120,17 @@ const work = join(process.cwd(), '.tmp', 'bench', 'writecost');
 console.log(`writers ${WRITERS}, ${DURATION_S} s rounds × ${ROUNDS}, repack ${REPACK ?? 'default'}, started ${new Date().toISOString()}`);
 for (const items of ITEMS) {
   const fixture = await ensureFixture({ items, hotVersions: 0 });
-  const contenders: Array<{ name: string; cli?: string }> = [{ name: 'ours' }, ...(BASELINE ? [{ name: 'before', cli: join(BASELINE, 'dist/src/cli/main.js') }] : [])];
+  const contenders: Array<{ name: string; cli?: string; env?: Record<string, string> }> = [
+    { name: 'ours' },
+    ...(EXTRA_ENV ? [{ name: `ours ${EXTRA_ENV.name}=${EXTRA_ENV.value}`, env: { [EXTRA_ENV.name]: EXTRA_ENV.value } }] : []),
+    ...(BASELINE ? [{ name: 'before', cli: join(BASELINE, 'dist/src/cli/main.js') }] : []),
+  ];
   const servers: Array<{ name: string; served: Served; dataDir: string; rounds: Round[] }> = [];
   const git: number[] = [];
   try {
     for (const c of contenders) {
-      const dataDir = await copyFixture(fixture, join(work, `${items}-${c.name}`));
-      const served = await startOurServer({ dataDir, pinning: UNPINNED, env, ...(c.cli ? { cli: c.cli } : {}) });
+      const dataDir = await copyFixture(fixture, join(work, `${items}-${c.name.replace(/\W+/g, '-')}`));
+      const served = await startOurServer({ dataDir, pinning: UNPINNED, env: { ...env, ...c.env }, ...(c.cli ? { cli: c.cli } : {}) });
       // The first PUT opens the organization: not timed.
       await put(new Agent(), served.url, fixture.key, itemPath(0), 'warm-up\n');
       servers.push({ name: c.name, served, dataDir, rounds: [] });

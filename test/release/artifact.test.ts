@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, mkdir, readFile, utimes, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -79,6 +79,10 @@ describe('production install: the release artifact, npm ci --omit=dev, npm start
     });
     const key = /^Admin API key for organization "default": (ks_\S+)$/m.exec(stdout)?.[1] as string;
     expect(key, stdout).to.match(/^ks_/);
+    // The server npm started has the start script's two malloc arenas (launchEnvironment.test.ts): read from
+    // /proc, the node process of npm's process group that runs the CLI.
+    const serverEnv = await environOf(await cliProcessIn(server.pid as number));
+    expect(serverEnv.MALLOC_ARENA_MAX).to.equal('2');
 
     const health = await fetch(`${url}/healthz`);
     expect(health.status).to.equal(200);
@@ -94,6 +98,25 @@ describe('production install: the release artifact, npm ci --omit=dev, npm start
     await exited;
   });
 });
+
+/** The pid of the process in process group `group` whose command line runs dist/src/cli/main.js (Linux's /proc). */
+async function cliProcessIn(group: number): Promise<number> {
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    // Fields after the command's closing parenthesis: state, ppid, pgrp.
+    const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+    if (pgrp !== group) continue;
+    const cmdline = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.split('\0').some((arg) => arg.endsWith('dist/src/cli/main.js'))) return Number(name);
+  }
+  throw new Error(`no process of group ${group} runs dist/src/cli/main.js`);
+}
+
+async function environOf(pid: number): Promise<Record<string, string>> {
+  const text = await readFile(`/proc/${pid}/environ`, 'utf8');
+  return Object.fromEntries(text.split('\0').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+}
 
 /** scripts/build.mjs where no compiler is installed: a source checkout is refused with what to do, never half-built. */
 describe('npm run build without TypeScript installed', function () {
